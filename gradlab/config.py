@@ -1,0 +1,115 @@
+"""The read-only `cfg` handed to a student's `build(cfg)` (CONTRACT §1)."""
+import dataclasses
+import difflib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import UsageError
+
+
+@dataclass(frozen=True)
+class Config:
+    # Small on purpose, yet large enough that bugs show: T > 1, T < max_len,
+    # H > 1, T != D, d_ff != D (so no weight but out_weight is square).
+    batch_size: int = 2
+    seq_len: int = 5
+    d_model: int = 12
+    num_heads: int = 2
+    d_ff: int = 20
+    vocab_size: int = 11
+    max_len: int = 8
+    n_layers: int = 2
+    eps: float = 1e-5
+    seed: int = 0
+    dtype: str = "float64"
+    # optimizers
+    lr: float = 1e-2
+    beta1: float = 0.9
+    beta2: float = 0.999
+    weight_decay: float = 0.01
+    momentum: float = 0.9
+    max_norm: float = 1.0
+    warmup_steps: int = 4
+    # ffn: "gelu" (tanh approximation, the contract's default) or "relu"
+    activation: str = "gelu"
+    extra: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self):
+        try:
+            np.dtype(self.dtype)
+        except TypeError:
+            raise UsageError(f"dtype={self.dtype!r} is not a NumPy dtype; use float32 or float64") from None
+        if np.dtype(self.dtype).kind != "f":
+            raise UsageError(f"dtype={self.dtype!r} is not a floating type; use float32 or float64")
+        for name in ("batch_size", "seq_len", "d_model", "num_heads", "d_ff", "vocab_size", "max_len", "n_layers"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"{name}={getattr(self, name)} must be at least 1")
+        if self.d_model % self.num_heads:
+            raise UsageError(f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}; "
+                             "pick d_model as a multiple of num_heads")
+        if self.seq_len > self.max_len:
+            raise UsageError(f"seq_len={self.seq_len} is larger than max_len={self.max_len}")
+
+    @property
+    def d_k(self):
+        return self.d_model // self.num_heads
+
+    @property
+    def np_dtype(self):
+        return np.dtype(self.dtype)
+
+    def __getitem__(self, name):  # cfg["d_model"] for dict-minded students
+        return getattr(self, name)
+
+    def get(self, name, default=None):
+        return getattr(self, name, self.extra.get(name, default))
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self):
+        d = dataclasses.asdict(self)
+        extra = d.pop("extra")
+        d.update(extra)
+        return d
+
+
+FIELDS = {f.name: f for f in dataclasses.fields(Config) if f.name != "extra"}
+
+
+def parse_value(name, text):
+    """Turn the text of `--set name=value` into the field's type."""
+    f = FIELDS[name]
+    kind = f.type if isinstance(f.type, type) else {"int": int, "float": float, "str": str}[f.type]
+    try:
+        if kind is int:
+            value = float(text)
+            if value != int(value):
+                raise ValueError
+            return int(value)
+        return kind(text)
+    except ValueError:
+        raise UsageError(f"--set {name}={text}: {name} takes {kind.__name__} values, e.g. --set {name}={f.default}") from None
+
+
+def make_config(base=None, **overrides):
+    """Build a Config from field overrides, with errors that name the field."""
+    for name in overrides:
+        if name not in FIELDS:
+            close = difflib.get_close_matches(name, FIELDS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; fields are: {', '.join(FIELDS)}"
+            raise UsageError(f"unknown config field {name!r}{hint}")
+    overrides = {k: parse_value(k, v) if isinstance(v, str) and FIELDS[k].type not in (str, "str") else v
+                 for k, v in overrides.items()}
+    if "dtype" in overrides:
+        overrides["dtype"] = np.dtype(overrides["dtype"]).name if _is_dtype(overrides["dtype"]) else overrides["dtype"]
+    return dataclasses.replace(base or Config(), **overrides)
+
+
+def _is_dtype(value):
+    try:
+        np.dtype(value)
+        return True
+    except TypeError:
+        return False

@@ -1,0 +1,29 @@
+"""The three ways a gradlab run can go wrong, kept apart so each front end can
+answer them differently (exit 2, exit 1, or a failed record)."""
+
+
+class GradlabError(Exception):
+    """Base class for every error gradlab raises on purpose."""
+
+
+class UsageError(GradlabError):
+    """The run cannot start: bad option, missing file, import error in the
+    student's file, no registration for a kind. The CLI prints the message as
+    one line and exits 2."""
+
+
+class StudentError(GradlabError):
+    """The student's code raised, hung, or returned something unusable while a
+    check was running. The check is recorded as 'error' (exit 1)."""
+
+    def __init__(self, message, *, where=None):
+        super().__init__(message)
+        self.where = where  # "my_attention.py:42", the student's frame
+
+
+class CheckFailure(GradlabError):
+    """A check found a wrong number. Carries what the report needs."""
+
+    def __init__(self, message, **metrics):
+        super().__init__(message)
+        self.metrics = metrics

@@ -1,0 +1,129 @@
+"""What each kind of module is (CONTRACT §3): how it is called, the shapes of
+its reference parameters, and the capabilities checks are chosen by.
+
+Checks never look at a kind's name: they ask for tags such as "causal" or
+"token_ids". A new kind is one entry here plus a reference module in modules/.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Capability tags checks select on.
+DIFFERENTIABLE = "differentiable"   # has backward(g) and parameter gradients (or returns a gradient)
+INPUT_GRAD = "input_grad"           # backward(g) returns dL/dx
+CAUSAL = "causal"                   # output at t depends on inputs <= t only
+ATTN_WEIGHTS = "attn_weights"       # keeps attn_weights (B, H, T, T) after forward
+TOKEN_IDS = "token_ids"             # input is integer token ids
+PER_SAMPLE = "per_sample"           # samples of a batch do not interact
+PROBABILITIES = "probabilities"     # output rows are probability distributions
+OPTIMIZER = "optimizer"             # build(cfg).step(params, grads)
+LOSS = "loss"                       # function returning (loss, grad)
+TRAJECTORY = "trajectory"           # compared step by step with a reference over time
+SUBMODULE = "submodule"             # can be swapped into the reference LM for the overfit check
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    name: str
+    form: str                       # "module" | "function" | "optimizer"
+    summary: str
+    tags: frozenset = frozenset()
+    cfg_defaults: dict = field(default_factory=dict)
+
+    def has(self, tag):
+        return tag in self.tags
+
+    # --- shapes, as functions of cfg -------------------------------------
+    def param_shapes(self, cfg):
+        """Reference parameter names -> shapes (CONTRACT §3)."""
+        return _PARAM_SHAPES.get(self.name, lambda c: {})(cfg)
+
+    def input_shape(self, cfg):
+        B, T, D = cfg.batch_size, cfg.seq_len, cfg.d_model
+        return {"linear": (B, T, D), "embedding": (B, T), "lm": (B, T),
+                "softmax": (B, T, cfg.vocab_size), "cross_entropy": (B, T, cfg.vocab_size)}.get(self.name, (B, T, D))
+
+    def output_shape(self, cfg):
+        B, T, D = cfg.batch_size, cfg.seq_len, cfg.d_model
+        return {"linear": (B, T, cfg.d_ff), "lm": (B, T, cfg.vocab_size),
+                "softmax": (B, T, cfg.vocab_size), "cross_entropy": ()}.get(self.name, (B, T, D))
+
+    def make_input(self, cfg, rng):
+        """A forward input for this kind, in cfg.dtype (ids for token kinds)."""
+        shape = self.input_shape(cfg)
+        if self.has(TOKEN_IDS):
+            return rng.integers(0, cfg.vocab_size, size=shape)
+        return rng.standard_normal(shape).astype(cfg.np_dtype)
+
+
+def _block_shapes(cfg, prefix=""):
+    D, F = cfg.d_model, cfg.d_ff
+    shapes = {}
+    for ln in ("ln1", "ln2"):
+        shapes.update({f"{prefix}{ln}.gamma": (D,), f"{prefix}{ln}.beta": (D,)})
+    shapes.update({f"{prefix}attn.{k}": v for k, v in _PARAM_SHAPES["attention"](cfg).items()})
+    shapes.update({f"{prefix}ffn.{k}": v for k, v in _PARAM_SHAPES["ffn"](cfg).items()})
+    return shapes
+
+
+def _lm_shapes(cfg):
+    shapes = {"token_embedding": (cfg.vocab_size, cfg.d_model), "pos_embedding": (cfg.max_len, cfg.d_model)}
+    for i in range(cfg.n_layers):
+        shapes.update(_block_shapes(cfg, f"blocks.{i}."))
+    shapes.update({"ln_f.gamma": (cfg.d_model,), "ln_f.beta": (cfg.d_model,)})
+    return shapes
+
+
+_PARAM_SHAPES = {
+    "linear": lambda c: {"weight": (c.d_model, c.d_ff), "bias": (c.d_ff,)},
+    "layernorm": lambda c: {"gamma": (c.d_model,), "beta": (c.d_model,)},
+    "ffn": lambda c: {"w1": (c.d_model, c.d_ff), "b1": (c.d_ff,), "w2": (c.d_ff, c.d_model), "b2": (c.d_model,)},
+    "attention": lambda c: {"qkv_weight": (c.d_model, 3 * c.d_model), "qkv_bias": (3 * c.d_model,),
+                            "out_weight": (c.d_model, c.d_model), "out_bias": (c.d_model,)},
+    "embedding": lambda c: {"weight": (c.vocab_size, c.d_model)},
+    "positional": lambda c: {"weight": (c.max_len, c.d_model)},
+    "block": _block_shapes,
+    "lm": _lm_shapes,
+}
+
+_MODULE = frozenset({DIFFERENTIABLE, PER_SAMPLE})
+_OPTIMIZER_DEFAULTS = {"eps": 1e-8}
+
+KINDS = {spec.name: spec for spec in [
+    KindSpec("linear", "module", "x @ weight + bias over the last axis", _MODULE | {INPUT_GRAD}),
+    KindSpec("layernorm", "module", "LayerNorm over the last axis (gamma, beta, eps)", _MODULE | {INPUT_GRAD, SUBMODULE}),
+    KindSpec("ffn", "module", "position-wise x @ w1 + b1 -> GELU -> @ w2 + b2", _MODULE | {INPUT_GRAD, SUBMODULE}),
+    KindSpec("attention", "module", "causal multi-head self-attention, fused qkv, keeps attn_weights",
+             _MODULE | {INPUT_GRAD, CAUSAL, ATTN_WEIGHTS, SUBMODULE}),
+    KindSpec("embedding", "module", "token embedding lookup; gradients accumulate with np.add.at",
+             _MODULE | {TOKEN_IDS, SUBMODULE}),
+    KindSpec("positional", "module", "learned positional embedding: x + weight[:T]", _MODULE | {INPUT_GRAD, SUBMODULE}),
+    KindSpec("block", "module", "Pre-LN block: x + attn(ln1(x)), then x + ffn(ln2(x))",
+             _MODULE | {INPUT_GRAD, CAUSAL, SUBMODULE}),
+    KindSpec("lm", "module", "decoder-only LM with tied output projection: ids -> logits",
+             _MODULE | {TOKEN_IDS, CAUSAL}),
+    KindSpec("softmax", "function", "softmax(x, axis=-1), numerically stable", frozenset({PER_SAMPLE, PROBABILITIES})),
+    KindSpec("cross_entropy", "function", "(logits, targets, ignore_index=None) -> (mean loss, grad_logits)",
+             frozenset({DIFFERENTIABLE, LOSS})),
+    KindSpec("sgd", "optimizer", "SGD with momentum (PyTorch semantics)", frozenset({OPTIMIZER, TRAJECTORY}),
+             {"lr": 0.1, "weight_decay": 0.0}),
+    KindSpec("adam", "optimizer", "Adam: bias correction, eps outside the sqrt, t counts steps",
+             frozenset({OPTIMIZER, TRAJECTORY}), {**_OPTIMIZER_DEFAULTS, "weight_decay": 0.0}),
+    KindSpec("adamw", "optimizer", "AdamW: decoupled decay theta *= 1 - lr*wd before the Adam update",
+             frozenset({OPTIMIZER, TRAJECTORY}), _OPTIMIZER_DEFAULTS),
+    KindSpec("schedule", "function", "warmup (Noam) schedule (step, d_model, warmup_steps) -> lr",
+             frozenset({TRAJECTORY})),
+    KindSpec("clip_grad_norm", "function", "(grads list, max_norm) -> total norm; scales in place",
+             frozenset({TRAJECTORY})),
+]}
+
+
+def get_kind(name):
+    from .errors import UsageError
+    import difflib
+    try:
+        return KINDS[name]
+    except KeyError:
+        close = difflib.get_close_matches(str(name), KINDS, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise UsageError(f"unknown kind {name!r}: {hint}kinds are {', '.join(KINDS)}") from None

@@ -1,0 +1,104 @@
+"""`gradlab.register`: the one door through which student modules and
+gradlab's own reference modules are made known (CONTRACT §1).
+
+Registering only records; no check runs at import time. While gradlab loads a
+file it opens a collector, so it knows exactly what that file registered.
+"""
+import contextlib
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .errors import UsageError
+from .kinds import get_kind
+
+
+@dataclass(frozen=True)
+class Registration:
+    kind: str
+    target: Callable          # build(cfg) for module kinds and optimizers; the function for function kinds
+    param_map: Any = None     # None, {their_name: reference_name}, or load(module, reference_params)
+    where: str = "?"          # "file.py:12", for messages
+
+    @property
+    def is_factory(self):
+        return get_kind(self.kind).form != "function"
+
+
+_collectors = []   # stack of lists; the innermost receives registrations
+
+
+@contextlib.contextmanager
+def collecting():
+    """Collect every registration made inside the block (e.g. while importing a file)."""
+    found = []
+    _collectors.append(found)
+    try:
+        yield found
+    finally:
+        _collectors.remove(found)
+
+
+def register(kind, *, param_map=None):
+    """Register a module factory `build(cfg)` (module kinds, optimizers) or a
+    function (function kinds) under `kind`.
+
+        @gradlab.register("attention")
+        def build(cfg): return MyAttention(cfg.d_model, cfg.num_heads)
+
+        gradlab.register("cross_entropy")(my_cross_entropy)
+    """
+    spec = _validate_kind(kind)
+    if param_map is not None and not (isinstance(param_map, dict) or callable(param_map)):
+        raise TypeError(f"gradlab.register({kind!r}, param_map=...): param_map must be a dict "
+                        f"{{their_name: reference_name}} or a function load(module, reference_params), "
+                        f"not {type(param_map).__name__}")
+    if isinstance(param_map, dict):
+        bad = [k for k, v in param_map.items() if not (isinstance(k, str) and isinstance(v, str))]
+        if bad:
+            raise TypeError(f"gradlab.register({kind!r}, param_map=...): keys and values must be strings; "
+                            f"bad entry {bad[0]!r}")
+
+    def decorate(target):
+        if not callable(target):
+            what = "a factory build(cfg)" if spec.form != "function" else "the function itself"
+            raise TypeError(f"gradlab.register({kind!r}) decorates {what}, not {type(target).__name__}")
+        reg = Registration(kind, target, param_map, _where(target))
+        tags = list(getattr(target, "__gradlab__", ()))
+        try:
+            target.__gradlab__ = tags + [reg]   # lets gradlab.check(kind, impl=build) find the param_map
+        except (AttributeError, TypeError):
+            pass                                 # builtins and some callables take no attributes
+        if _collectors:
+            _collectors[-1].append(reg)
+        else:
+            _loose.append(reg)
+        return target
+
+    return decorate
+
+
+# Registrations made outside any collector (a notebook cell, a user's own test file).
+_loose = []
+
+
+def loose_registrations():
+    return list(_loose)
+
+
+def _validate_kind(kind):
+    if not isinstance(kind, str):
+        raise TypeError(f"gradlab.register(kind): kind must be a string such as 'attention', not {kind!r}")
+    try:
+        return get_kind(kind)
+    except UsageError as e:
+        raise ValueError(f"gradlab.register({kind!r}): {e}") from None
+
+
+def _where(target):
+    try:
+        file = inspect.getsourcefile(target) or "?"
+        line = inspect.getsourcelines(target)[1]
+        return f"{file.rsplit('/', 1)[-1]}:{line}"
+    except (TypeError, OSError):
+        return getattr(target, "__qualname__", repr(target))
