@@ -1,0 +1,33 @@
+"""Linear layer: y = x @ weight + bias over the last axis."""
+import numpy as np
+
+import gradlab
+
+
+class Linear:
+    """x (..., d_in) -> x @ weight + bias (..., d_out). weight (d_in, d_out), bias (d_out,)."""
+
+    def __init__(self, d_in, d_out, dtype="float64", seed=0):
+        rng = np.random.default_rng(seed)
+        self.params = {
+            "weight": (rng.standard_normal((d_in, d_out)) / np.sqrt(d_in)).astype(dtype),
+            "bias": (0.1 * rng.standard_normal(d_out)).astype(dtype),
+        }
+        self.grads = {k: np.zeros_like(v) for k, v in self.params.items()}
+
+    def forward(self, x):                       # x (..., d_in)
+        self.x = x
+        return x @ self.params["weight"] + self.params["bias"]     # (..., d_out)
+
+    def backward(self, grad_out):               # grad_out (..., d_out)
+        d_in, d_out = self.params["weight"].shape
+        x2 = self.x.reshape(-1, d_in)           # (N, d_in), N = product of the leading axes
+        g2 = grad_out.reshape(-1, d_out)        # (N, d_out)
+        self.grads["weight"] = x2.T @ g2        # (d_in, d_out)
+        self.grads["bias"] = g2.sum(axis=0)     # (d_out,)
+        return grad_out @ self.params["weight"].T                  # (..., d_in)
+
+
+@gradlab.register("linear")
+def build(cfg):
+    return Linear(cfg.d_model, cfg.d_ff, dtype=cfg.dtype, seed=cfg.seed)
