@@ -22,8 +22,15 @@ class StudentError(GradlabError):
 
 
 class CheckFailure(GradlabError):
-    """A check found a wrong number. Carries what the report needs."""
+    """A check found a wrong number. `metrics` are the key numbers (JSON
+    scalars); `details` are JSON-able tables and matrices for the report."""
 
-    def __init__(self, message, **metrics):
+    def __init__(self, message, metrics=None, details=None):
         super().__init__(message)
-        self.metrics = metrics
+        self.metrics = metrics or {}
+        self.details = details or {}
+
+
+class CheckSkipped(GradlabError):
+    """A check cannot say anything about this module (e.g. names that cannot be
+    mapped to the reference); the message says what would make it run."""

@@ -1,0 +1,131 @@
+"""Running the student's code: every call into it goes through `guarded`, which
+turns an exception, a hang or a bad return value into a StudentError with one
+line that says what happened and where in the student's file.
+
+This layer only runs code and validates what comes back; judging the numbers
+is the checks' job.
+"""
+import contextlib
+import os
+import signal
+import threading
+import traceback
+
+import numpy as np
+
+from .errors import GradlabError, StudentError
+
+DEFAULT_TIMEOUT = 20.0   # seconds for one call into student code
+_GRADLAB_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class _Timeout(BaseException):
+    """Raised inside a hung student call; BaseException so `except Exception`
+    in student code cannot swallow it."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    """Interrupt the block after `seconds` (main thread only: elsewhere, and for
+    a call stuck inside one C routine, it cannot interrupt)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise _Timeout()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+_timeout = DEFAULT_TIMEOUT
+
+
+def set_timeout(seconds):
+    global _timeout
+    _timeout = seconds
+
+
+def guarded(what, fn, *args, files=(), error=StudentError, **kwargs):
+    """Call student code `fn(*args, **kwargs)`; any failure becomes `error`
+    with a one-line message naming `what` and the student's line."""
+    try:
+        with time_limit(_timeout):
+            return fn(*args, **kwargs)
+    except _Timeout:
+        raise error(f"{what} did not finish within {_timeout:g} s (an endless loop?); "
+                    "raise the limit with --timeout if it is just slow") from None
+    except GradlabError:
+        raise
+    except SyntaxError:
+        raise
+    except (Exception, SystemExit) as e:
+        where = student_frame(e, files)
+        detail = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        message = f"{what} raised {type(e).__name__}" + (f" at {where}" if where else "") \
+            + (f": {detail}" if detail else "")
+        if error is StudentError:
+            raise StudentError(message, where=where) from e
+        raise error(message) from e
+
+
+def student_frame(exc, files=()):
+    """'file.py:LINE' of the innermost frame outside gradlab and NumPy
+    (preferring the student's own files when known)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    wanted = {os.path.abspath(f) for f in files if f}
+    chosen = None
+    for fr in frames:
+        path = os.path.abspath(fr.filename)
+        if wanted and path in wanted:
+            chosen = fr
+        elif not wanted and not path.startswith(_GRADLAB_DIR) and "/numpy/" not in path and "<frozen" not in path:
+            chosen = fr
+    if chosen is None:
+        return None
+    return f"{os.path.basename(chosen.filename)}:{chosen.lineno}"
+
+
+# ---- validating what student code returns ---------------------------------
+
+def describe(value):
+    if value is None:
+        return "None"
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)} items"
+    return f"a {type(value).__name__}"
+
+
+def as_float_array(value, what, shape, hint=""):
+    """Check that student code returned a float ndarray of `shape` with finite
+    values; raise StudentError saying exactly what is wrong otherwise."""
+    if value is None:
+        raise StudentError(f"{what} returned None; it must return an array of shape {shape} (a missing `return`?)")
+    if isinstance(value, tuple):
+        raise StudentError(f"{what} returned a tuple of {len(value)} items; return only the array of shape {shape} "
+                           "(keep caches on self, and unpack tuples before passing a gradient on)")
+    if not isinstance(value, np.ndarray):
+        if np.isscalar(value) and shape == ():
+            value = np.asarray(value)
+        else:
+            raise StudentError(f"{what} returned {describe(value)}; it must return a NumPy array of shape {shape}")
+    if value.dtype.kind not in "f":
+        raise StudentError(f"{what} returned an array of dtype {value.dtype}; it must be floating point "
+                           "(an integer array truncates everything: check the dtype of your parameters)")
+    if tuple(value.shape) != tuple(shape):
+        raise StudentError(f"{what} returned shape {tuple(value.shape)}; expected {tuple(shape)}{hint}")
+    bad = ~np.isfinite(value)
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        word = "NaN" if np.isnan(value[index]) else "inf"
+        raise StudentError(f"{what} returned {word} at index {index} ({int(bad.sum())} non-finite values) "
+                           "on ordinary inputs")
+    return value

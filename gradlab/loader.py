@@ -1,0 +1,145 @@
+"""Turning `impl` (a file path, a module name, a factory, or None) into the
+registrations it makes. Everything that stops a run before any check starts
+becomes a one-line UsageError that says what to fix."""
+import hashlib
+import importlib
+import importlib.util
+import os
+import pkgutil
+import sys
+from dataclasses import dataclass, field
+
+from .errors import UsageError
+from .harness import guarded, student_frame
+from .registry import Registration, collecting
+
+REFERENCE = "reference"
+
+
+@dataclass
+class Implementation:
+    name: str                                   # what the user passed, for messages and JSON
+    registrations: dict = field(default_factory=dict)   # kind -> Registration
+    files: tuple = ()                            # student files, to point at their frames
+
+    def get(self, kind):
+        try:
+            return self.registrations[kind]
+        except KeyError:
+            have = ", ".join(self.registrations) or "nothing"
+            raise UsageError(f"{self.name} registers no {kind!r} module (it registers {have}); "
+                             f"add @gradlab.register({kind!r}) above its build(cfg) factory") from None
+
+
+_reference_cache = None
+
+
+def load(impl):
+    """Load an implementation. `impl` is None (gradlab's reference), a path to a
+    .py file, an importable module name, or a registered callable."""
+    if impl is None or impl == REFERENCE:
+        return reference()
+    if callable(impl):
+        regs = list(getattr(impl, "__gradlab__", ()))
+        name = getattr(impl, "__qualname__", repr(impl))
+        return Implementation(name, _index(regs, name) if regs else {}, ())
+    if not isinstance(impl, (str, os.PathLike)):
+        raise UsageError(f"impl must be a file path, a module name or a registered function, not {type(impl).__name__}")
+    text = os.fspath(impl)
+    if text.endswith(".py") or os.sep in text or os.path.exists(text):
+        return _load_file(text)
+    return _load_module_name(text)
+
+
+def reference():
+    """gradlab's own modules, registered through the same gradlab.register."""
+    global _reference_cache
+    if _reference_cache is None:
+        from . import modules as package
+        regs = []
+        with collecting() as found:
+            for info in pkgutil.iter_modules(package.__path__):
+                importlib.import_module(f"{package.__name__}.{info.name}")
+            regs.extend(found)
+        if not regs:  # already imported elsewhere: read the tags left on the functions
+            for info in pkgutil.iter_modules(package.__path__):
+                regs.extend(_tagged(sys.modules[f"{package.__name__}.{info.name}"]))
+        _reference_cache = Implementation(REFERENCE, _index(regs, REFERENCE))
+    return _reference_cache
+
+
+def _load_file(path):
+    full = os.path.abspath(path)
+    if not os.path.exists(full):
+        raise UsageError(f"no such file: {path}")
+    if os.path.isdir(full):
+        raise UsageError(f"{path} is a folder; pass the .py file that calls gradlab.register")
+    digest = hashlib.sha1(full.encode()).hexdigest()[:10]
+    mod_name = f"gradlab_impl_{os.path.splitext(os.path.basename(full))[0]}_{digest}"
+    spec = importlib.util.spec_from_file_location(mod_name, full)
+    if spec is None:
+        raise UsageError(f"{path} is not a Python file gradlab can import; give it a .py name")
+    module = importlib.util.module_from_spec(spec)
+    folder = os.path.dirname(full)
+    sys.path.insert(0, folder)          # the student's file may import its siblings
+    sys.modules[mod_name] = module
+    try:
+        with collecting() as found:
+            guarded(f"importing {path}", spec.loader.exec_module, module, files=(full,), error=UsageError)
+    except SyntaxError as e:  # raised by compile, before any student frame runs
+        sys.modules.pop(mod_name, None)
+        raise UsageError(f"{path}:{e.lineno}: syntax error: {e.msg}; fix it and run again") from None
+    except UsageError:
+        sys.modules.pop(mod_name, None)
+        raise
+    finally:
+        if sys.path and sys.path[0] == folder:
+            sys.path.pop(0)
+    if not found:
+        raise UsageError(f"{path} registers nothing; decorate its factory with @gradlab.register(\"attention\") "
+                         "(or the kind it implements) and `import gradlab` at the top")
+    return Implementation(path, _index(found, path), (full,))
+
+
+def _load_module_name(name):
+    try:
+        with collecting() as found:
+            module = guarded(f"importing {name}", importlib.import_module, name, error=UsageError)
+    except ModuleNotFoundError as e:
+        if e.name == name or name.startswith(f"{e.name}."):
+            raise UsageError(f"no such file or module: {name}") from None
+        raise UsageError(f"importing {name}: {e}") from None
+    regs = found or _tagged(module)
+    if not regs:
+        raise UsageError(f"module {name} registers nothing; decorate its factory with @gradlab.register(KIND)")
+    files = (getattr(module, "__file__", None),)
+    return Implementation(name, _index(regs, name), tuple(f for f in files if f))
+
+
+def _tagged(module):
+    regs = []
+    for value in vars(module).values():
+        regs.extend(getattr(value, "__gradlab__", ()) if callable(value) else ())
+    return regs
+
+
+def _index(regs, name):
+    by_kind = {}
+    for reg in regs:
+        if reg.kind in by_kind and by_kind[reg.kind].target is not reg.target:
+            raise UsageError(f"{name} registers {reg.kind!r} twice ({by_kind[reg.kind].where} and {reg.where}); "
+                             "keep one")
+        by_kind[reg.kind] = reg
+    return by_kind
+
+
+def registration_for(impl, kind):
+    """The Registration to check for `kind`: a bare unregistered callable is
+    taken as implementing `kind` itself."""
+    loaded = load(impl)
+    if callable(impl) and not loaded.registrations:
+        return loaded, Registration(kind, impl, None, getattr(impl, "__qualname__", "?"))
+    return loaded, loaded.get(kind)
+
+
+__all__ = ["Implementation", "load", "reference", "registration_for", "student_frame"]

@@ -1,0 +1,79 @@
+"""Result records: one type feeds every front end (CLI lines, --json, the
+pytest plugin, the HTML report)."""
+from dataclasses import dataclass, field
+
+PASS, FAIL, ERROR, SKIP = "pass", "fail", "error", "skip"
+
+
+@dataclass
+class CheckRecord:
+    name: str
+    status: str                     # pass | fail | error | skip
+    message: str
+    metrics: dict = field(default_factory=dict)   # key numbers (JSON scalars)
+    details: dict = field(default_factory=dict)   # tables/matrices for the report (JSON-able)
+    seconds: float = 0.0
+
+    @property
+    def ok(self):
+        return self.status in (PASS, SKIP)
+
+    def to_dict(self):
+        return {"name": self.name, "status": self.status, "message": self.message,
+                "metrics": self.metrics, "details": self.details, "seconds": round(self.seconds, 4)}
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(d["name"], d["status"], d["message"], d.get("metrics", {}), d.get("details", {}),
+                   d.get("seconds", 0.0))
+
+
+@dataclass
+class KindResult:
+    kind: str
+    impl: str
+    seed: int
+    config: dict
+    checks: list = field(default_factory=list)    # [CheckRecord]
+
+    @property
+    def passed(self):
+        return all(c.ok for c in self.checks)
+
+    def counts(self):
+        out = {PASS: 0, FAIL: 0, ERROR: 0, SKIP: 0}
+        for c in self.checks:
+            out[c.status] += 1
+        return out
+
+    def __getitem__(self, name):
+        for c in self.checks:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def to_dict(self):
+        return {"kind": self.kind, "impl": self.impl, "passed": self.passed, "seed": self.seed,
+                "config": self.config, "checks": [c.to_dict() for c in self.checks]}
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(d["kind"], d["impl"], d["seed"], d.get("config", {}),
+                   [CheckRecord.from_dict(c) for c in d["checks"]])
+
+
+@dataclass
+class RunResult:
+    """`check all`: one KindResult per kind."""
+    results: list = field(default_factory=list)
+
+    @property
+    def passed(self):
+        return all(r.passed for r in self.results)
+
+    @property
+    def checks(self):
+        return [c for r in self.results for c in r.checks]
+
+    def to_dict(self):
+        return {"results": [r.to_dict() for r in self.results], "passed": self.passed}

@@ -1,0 +1,135 @@
+"""The module under test, as checks see it: build it, call it, find its
+parameters. Every call into student code goes through harness.guarded and
+every value it returns is validated before a check looks at it."""
+import numpy as np
+
+from .discovery import arrays_at_build, find_slots
+from .errors import StudentError
+from .harness import as_float_array, describe, guarded
+from .kinds import INPUT_GRAD
+
+
+class Subject:
+    def __init__(self, kind, registration, cfg, impl_name="reference", files=()):
+        self.kind = kind                  # KindSpec
+        self.registration = registration  # Registration
+        self.cfg = cfg
+        self.impl_name = impl_name
+        self.files = files
+        self._build_ids = {}   # id(module) -> ids of the arrays it had when built
+
+    # ---- module kinds ------------------------------------------------------
+    def build(self):
+        """A fresh instance from the student's factory."""
+        module = self._call("build(cfg)", self.registration.target, self.cfg)
+        if module is None:
+            raise StudentError("build(cfg) returned None; it must return the module object")
+        if self.kind.form == "module":
+            for method in ("forward", "backward"):
+                if not callable(getattr(module, method, None)):
+                    raise StudentError(f"build(cfg) returned {type(module).__name__}, which has no {method}() method")
+        elif not callable(getattr(module, "step", None)):
+            raise StudentError(f"build(cfg) returned {type(module).__name__}, which has no step(params, grads) method")
+        self._build_ids[id(module)] = arrays_at_build(module)
+        return module
+
+    def forward(self, module, x):
+        out = self._call("forward", module.forward, x)
+        return as_float_array(out, "forward", self.kind.output_shape(self.cfg), self._shape_hint())
+
+    def backward(self, module, grad_out):
+        dx = self._call("backward", module.backward, grad_out)
+        if not self.kind.has(INPUT_GRAD):
+            return None  # embedding and lm: nothing to return (a returned value is ignored)
+        return as_float_array(dx, "backward", self.kind.input_shape(self.cfg),
+                              " (the gradient with respect to forward's input x)")
+
+    def slots(self, module):
+        """Parameter slots, found after a backward (attribute-pair gradients exist only then)."""
+        return self._call("finding parameters", find_slots, module, self._build_ids.get(id(module)))
+
+    def read_grads(self, slots):
+        """name -> copy of the gradient backward left for each parameter."""
+        grads = {}
+        for slot in slots:
+            g = self._call(f"reading the gradient of {slot.name!r}", slot.grad)
+            if g is None:
+                raise StudentError(f"backward left no gradient for parameter {slot.name!r} "
+                                   f"(expected {slot.describe_grad()} of shape {slot.value.shape})")
+            grads[slot.name] = as_float_array(g, f"the gradient of {slot.name!r} ({slot.describe_grad()})",
+                                              slot.value.shape).copy()
+        return grads
+
+    def make_input(self, rng):
+        return self.kind.make_input(self.cfg, rng)
+
+    def fresh(self, rng, randomize=True):
+        """Build, run one forward/backward to find the parameters, and (by default)
+        give them random values so that no bug hides behind gamma=1 or bias=0.
+        Returns (module, slots)."""
+        module = self.build()
+        x = self.make_input(rng)
+        out = self.forward(module, x)
+        self.backward(module, np.ones_like(out))
+        slots = self.slots(module)
+        if randomize:
+            randomize_params(slots, rng)
+        return module, slots
+
+    # ---- function kinds and optimizers --------------------------------------
+    def call(self, *args, what=None, **kwargs):
+        name = what or f"{self.kind.name}(...)"
+        return self._call(name, self.registration.target, *args, **kwargs)
+
+    def step(self, optimizer, params, grads):
+        return self._call("step(params, grads)", optimizer.step, params, grads)
+
+    # ---- helpers -------------------------------------------------------------
+    def _call(self, what, fn, *args, **kwargs):
+        return guarded(what, fn, *args, files=self.files, **kwargs)
+
+    def _shape_hint(self):
+        return {"lm": " = (B, T, vocab_size)", "linear": " = (B, T, d_ff)"}.get(self.kind.name, " = (B, T, D)")
+
+
+def randomize_params(slots, rng):
+    """Give every parameter random values of a sensible scale, in place.
+    Constant initialisations (zeros, ones) are where bugs hide: dx = g without
+    gamma passes when gamma == 1."""
+    for slot in slots:
+        p = slot.value
+        fan_in = p.shape[0] if p.ndim >= 2 else None
+        scale = 1.0 / np.sqrt(fan_in) if fan_in else 0.5
+        p[...] = rng.standard_normal(p.shape) * scale
+
+
+# ---- calling conventions of the function kinds (CONTRACT §3) ---------------
+
+def call_softmax(subject, x):
+    out = subject.call(x, what="softmax(x)")
+    return as_float_array(out, "softmax(x)", x.shape)
+
+
+def call_cross_entropy(subject, logits, targets, ignore_index=None):
+    """-> (loss as float, grad_logits), validated."""
+    kwargs = {} if ignore_index is None else {"ignore_index": ignore_index}
+    what = "cross_entropy(logits, targets" + (", ignore_index=...)" if kwargs else ")")
+    got = subject.call(logits, targets, what=what, **kwargs)
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise StudentError(f"{what} returned {describe(got)}; it must return (loss, grad_logits)")
+    loss, grad = got
+    loss = as_float_array(np.asarray(loss, dtype=float) if np.isscalar(loss) or np.ndim(loss) == 0 else loss,
+                          f"{what}'s loss", ())
+    return float(loss), as_float_array(grad, f"{what}'s grad_logits", logits.shape)
+
+
+def call_scalar(subject, what, *args):
+    """For schedule and clip_grad_norm: the result must be one finite number."""
+    got = subject.call(*args, what=what)
+    try:
+        value = float(np.asarray(got).reshape(()))
+    except (TypeError, ValueError):
+        raise StudentError(f"{what} returned {describe(got)}; it must return one number") from None
+    if not np.isfinite(value):
+        raise StudentError(f"{what} returned {value}")
+    return value

@@ -1,0 +1,82 @@
+"""How checks declare themselves and which of them apply to a kind.
+
+A check is a plain function `fn(subject, rng)` in checks/, decorated with
+`@check(name, needs=..., summary=...)`. It returns an Outcome when it passes,
+raises CheckFailure when it finds a wrong number, CheckSkipped when it cannot
+judge, and lets StudentError through when the student's code misbehaves.
+Which checks run for a kind is decided by the kind's tags, never its name.
+"""
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .errors import UsageError
+
+
+@dataclass
+class Outcome:
+    """What a passing check reports."""
+    message: str
+    metrics: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    name: str
+    fn: Callable
+    summary: str
+    needs: frozenset = frozenset()     # every tag the kind must have
+    any_of: frozenset = frozenset()    # at least one of these tags (if given)
+    forms: frozenset = frozenset()     # kind forms it applies to (empty: any)
+    order: int = 50                    # smaller runs first; the precondition is 0
+
+    def applies(self, kind):
+        return (self.needs <= kind.tags
+                and (not self.any_of or bool(self.any_of & kind.tags))
+                and (not self.forms or kind.form in self.forms))
+
+
+CHECKS = {}
+
+
+def check(name, *, summary, needs=(), any_of=(), forms=(), order=50):
+    """Declare a check. Names are unique: a second check with the same name is
+    an error at import, not a silent override."""
+    def decorate(fn):
+        if name in CHECKS:
+            raise ValueError(f"check {name!r} is declared twice: {CHECKS[name].fn.__module__} and {fn.__module__}")
+        CHECKS[name] = CheckSpec(name, fn, summary, frozenset(needs), frozenset(any_of), frozenset(forms), order)
+        return fn
+    return decorate
+
+
+_loaded = False
+
+
+def all_checks():
+    """Every declared check, importing checks/ on first use, in run order."""
+    global _loaded
+    if not _loaded:
+        from . import checks as package
+        for info in pkgutil.iter_modules(package.__path__):
+            importlib.import_module(f"{package.__name__}.{info.name}")
+        _loaded = True
+    return sorted(CHECKS.values(), key=lambda c: (c.order, c.name))
+
+
+def applicable(kind):
+    return [c for c in all_checks() if c.applies(kind)]
+
+
+def resolve(names):
+    """Validate names given with --checks; returns them in run order."""
+    known = {c.name: c for c in all_checks()}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        import difflib
+        close = difflib.get_close_matches(unknown[0], known, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise UsageError(f"unknown check {unknown[0]!r}: {hint}checks are {', '.join(known)}")
+    return [c for c in all_checks() if c.name in set(names)]
