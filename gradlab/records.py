@@ -5,6 +5,30 @@ from dataclasses import dataclass, field
 PASS, FAIL, ERROR, SKIP = "pass", "fail", "error", "skip"
 
 
+# ---- views: what a check shows beside its message ---------------------------
+# A record's `details["views"]` is a list of these JSON-able dicts; the HTML
+# report renders each by its "type", so a new check needs no report code.
+
+def table(title, rows):
+    """rows: list of dicts with the same keys (one column per key)."""
+    return {"type": "table", "title": title, "rows": rows}
+
+
+def heatmap(title, matrix, xlabel="", ylabel="", mask_upper=False):
+    """matrix: 2-D list of numbers (e.g. |analytical - numerical|, attention weights)."""
+    return {"type": "heatmap", "title": title, "data": matrix, "xlabel": xlabel, "ylabel": ylabel,
+            "mask_upper": mask_upper}
+
+
+def curve(title, series, xlabel="step", ylabel=""):
+    """series: {label: [y0, y1, ...]} drawn on one set of axes."""
+    return {"type": "curve", "title": title, "series": series, "xlabel": xlabel, "ylabel": ylabel}
+
+
+def text(title, body):
+    return {"type": "text", "title": title, "body": body}
+
+
 @dataclass
 class CheckRecord:
     name: str
