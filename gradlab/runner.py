@@ -33,13 +33,15 @@ def check(kind, impl=None, checks=None, seed=None, timeout=None, on_record=None,
     if timeout is not None:
         harness.set_timeout(timeout)
     if kind == "all":
-        loaded = load(impl)
+        loaded = load(impl)   # once: a student's file is imported (executed) a single time per run
         kinds = [k for k in KINDS if k in loaded.registrations]
         if not kinds:
             raise UsageError(f"{loaded.name} registers no kind gradlab knows")
-        return RunResult([_run_kind(k, impl, wanted, seed, overrides, on_record) for k in kinds])
+        return RunResult([_run_kind(k, loaded, loaded.get(k), wanted, seed, overrides, on_record)
+                          for k in kinds])
     get_kind(kind)
-    return _run_kind(kind, impl, wanted, seed, overrides, on_record)
+    loaded, registration = registration_for(impl, kind)
+    return _run_kind(kind, loaded, registration, wanted, seed, overrides, on_record)
 
 
 def config_for(kind, seed=0, **overrides):
@@ -49,10 +51,9 @@ def config_for(kind, seed=0, **overrides):
     return make_config(base, **overrides, seed=seed)
 
 
-def _run_kind(kind, impl, wanted, seed, overrides, on_record):
+def _run_kind(kind, loaded, registration, wanted, seed, overrides, on_record):
     spec = get_kind(kind)
     cfg = config_for(kind, seed, **overrides)
-    loaded, registration = registration_for(impl, kind)
     subject = Subject(spec, registration, cfg, loaded.name, loaded.files)
     result = KindResult(kind, loaded.name, seed, cfg.to_dict())
     applicable = suite.applicable(spec)
