@@ -67,14 +67,15 @@ def _collect(obj, prefix, slots, seen_arrays, seen_objects, build_ids):
 
     own = _own_dict(obj)
     params = own.get("params")
-    if isinstance(params, dict) and params:
+    if not (isinstance(params, dict) and params):
+        # way 2 applies only when parameters() returns a dict; a PyTorch-style
+        # list says nothing about names, so fall through to attribute pairs.
+        method = getattr(obj, "parameters", None)
+        got = method() if callable(method) and not isinstance(obj, type) else None
+        params = got if isinstance(got, dict) and got else None
+    if params is not None:
         for key, arr in params.items():
             add(str(key), arr, ("dict", lambda o=obj: _grads_mapping(o), key))
-    elif callable(getattr(obj, "parameters", None)) and not isinstance(obj, type):
-        got = obj.parameters()
-        if isinstance(got, dict):
-            for key, arr in got.items():
-                add(str(key), arr, ("dict", lambda o=obj: _grads_mapping(o), key))
     else:
         for attr, arr in own.items():
             if not isinstance(arr, np.ndarray) or arr.dtype.kind != "f":
