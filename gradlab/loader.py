@@ -102,13 +102,19 @@ def _load_file(path):
 
 
 def _load_module_name(name):
+    # guarded turns every import error into a UsageError, so look the name up
+    # first: "no such module" is the user's typo, not an error inside the module.
     try:
-        with collecting() as found:
-            module = guarded(f"importing {name}", importlib.import_module, name, error=UsageError)
-    except ModuleNotFoundError as e:
-        if e.name == name or name.startswith(f"{e.name}."):
-            raise UsageError(f"no such file or module: {name}") from None
-        raise UsageError(f"importing {name}: {e}") from None
+        missing = importlib.util.find_spec(name) is None
+    except (ImportError, ValueError):   # a parent package that is missing, or a name like "a..b"
+        missing = True
+    if missing:
+        if os.path.isfile(f"{name}.py"):
+            raise UsageError(f"no such module: {name}; did you mean the file {name}.py? (--impl {name}.py)")
+        raise UsageError(f"no such file or module: {name} (give a path to a .py file, "
+                         "or the name of a module importable from here)")
+    with collecting() as found:
+        module = guarded(f"importing {name}", importlib.import_module, name, error=UsageError)
     regs = found or _tagged(module)
     if not regs:
         raise UsageError(f"module {name} registers nothing; decorate its factory with @gradlab.register(KIND)")
