@@ -58,14 +58,21 @@ def guarded(what, fn, *args, files=(), error=StudentError, **kwargs):
     try:
         with time_limit(_timeout):
             return fn(*args, **kwargs)
-    except _Timeout:
-        raise error(f"{what} did not finish within {_timeout:g} s (an endless loop?); "
-                    "raise the limit with --timeout if it is just slow") from None
+    except _Timeout as e:
+        where = student_frame(e, files)
+        raise error(f"{what} did not finish within {_timeout:g} s" + (f" (stopped at {where})" if where else "")
+                    + "; an endless loop? Raise the limit with --timeout if it is just slow") from None
     except GradlabError:
         raise
     except SyntaxError:
         raise
-    except (Exception, SystemExit) as e:
+    except SystemExit as e:
+        where = student_frame(e, files)
+        message = f"{what} called sys.exit({'' if e.code is None else repr(e.code)})" \
+            + (f" at {where}" if where else "") \
+            + "; gradlab runs your code, so it must not exit: put script code under `if __name__ == \"__main__\":`"
+        raise error(message, **({"where": where} if error is StudentError else {})) from e
+    except Exception as e:
         where = student_frame(e, files)
         detail = str(e).strip().splitlines()[0] if str(e).strip() else ""
         message = f"{what} raised {type(e).__name__}" + (f" at {where}" if where else "") \
