@@ -52,6 +52,10 @@ def set_timeout(seconds):
     _timeout = seconds
 
 
+def get_timeout():
+    return _timeout
+
+
 def guarded(what, fn, *args, files=(), error=StudentError, **kwargs):
     """Call student code `fn(*args, **kwargs)`; any failure becomes `error`
     with a one-line message naming `what` and the student's line."""

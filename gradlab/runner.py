@@ -30,8 +30,16 @@ def check(kind, impl=None, checks=None, seed=None, timeout=None, on_record=None,
     if isinstance(checks, str):
         checks = [c.strip() for c in checks.split(",") if c.strip()]
     wanted = suite.resolve(checks) if checks else None
+    previous_timeout = harness.get_timeout()
     if timeout is not None:
         harness.set_timeout(timeout)
+    try:
+        return _check(kind, impl, wanted, seed, overrides, on_record)
+    finally:
+        harness.set_timeout(previous_timeout)   # a timeout given to one run must not stick to the next
+
+
+def _check(kind, impl, wanted, seed, overrides, on_record):
     if kind == "all":
         loaded = load(impl)   # once: a student's file is imported (executed) a single time per run
         kinds = [k for k in KINDS if k in loaded.registrations]
