@@ -106,6 +106,8 @@ def print_record(kind_result, record, verbose):
     if verbose and record.metrics:
         for key, value in record.metrics.items():
             print(f"{'':26}{key}: {value}")
+    if verbose and record.details.get("traceback"):
+        print("\n".join(f"{'':26}{line}" for line in record.details["traceback"].splitlines()))
 
 
 def cmd_list():

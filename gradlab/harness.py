@@ -103,6 +103,18 @@ def student_frame(exc, files=()):
     return f"{os.path.basename(chosen.filename)}:{chosen.lineno}"
 
 
+def student_traceback(exc):
+    """The traceback of an exception raised in student code, without gradlab's
+    own frames (a string, JSON-able), or "" when there is none."""
+    if exc is None or exc.__traceback__ is None:
+        return ""
+    frames = [fr for fr in traceback.extract_tb(exc.__traceback__)
+              if not os.path.abspath(fr.filename).startswith(_GRADLAB_DIR) and "<frozen" not in fr.filename]
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames),
+             *traceback.format_exception_only(type(exc), exc)]
+    return "".join(lines).rstrip()
+
+
 # ---- validating what student code returns ---------------------------------
 
 def describe(value):

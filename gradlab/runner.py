@@ -2,6 +2,7 @@
 applicable checks in order and record what each found. The CLI, the pytest
 plugin and the report are thin layers over this."""
 import time
+import traceback
 import warnings
 import zlib
 
@@ -101,13 +102,16 @@ def run_one(check_spec, subject, seed):
     except CheckSkipped as s:
         record = CheckRecord(check_spec.name, SKIP, str(s))
     except StudentError as e:
-        record = CheckRecord(check_spec.name, ERROR, f"{subject.kind.name}: {e}")
+        trace = harness.student_traceback(e.__cause__)   # shown by `gradlab check -v`
+        record = CheckRecord(check_spec.name, ERROR, f"{subject.kind.name}: {e}",
+                             details={"traceback": trace} if trace else {})
     except UsageError:
         raise
     except Exception as e:  # a bug in gradlab itself: say so rather than blame the student
         where = harness.student_frame(e)
         record = CheckRecord(check_spec.name, ERROR,
                              f"internal error in gradlab's {check_spec.name!r} check: {type(e).__name__}: {e}"
-                             + (f" (at {where})" if where else "") + "; please report it")
+                             + (f" (at {where})" if where else "") + "; please report it",
+                             details={"traceback": "".join(traceback.format_exception(e)).rstrip()})
     record.seconds = time.perf_counter() - start
     return record
