@@ -40,8 +40,12 @@ class Config:
             np.dtype(self.dtype)
         except TypeError:
             raise UsageError(f"dtype={self.dtype!r} is not a NumPy dtype; use float32 or float64") from None
-        if np.dtype(self.dtype).kind != "f":
-            raise UsageError(f"dtype={self.dtype!r} is not a floating type; use float32 or float64")
+        if np.dtype(self.dtype).name not in ("float32", "float64"):
+            what = "is not a floating type" if np.dtype(self.dtype).kind != "f" else "is not supported"
+            raise UsageError(f"dtype={self.dtype!r} {what}; use float32 or float64")
+        for name, example in (("eps", "1e-5"), ("lr", "1e-3")):
+            if not getattr(self, name) > 0:
+                raise UsageError(f"{name}={getattr(self, name)} must be positive, e.g. --set {name}={example}")
         for name in ("batch_size", "seq_len", "d_model", "num_heads", "d_ff", "vocab_size", "max_len", "n_layers"):
             if getattr(self, name) < 1:
                 raise UsageError(f"{name}={getattr(self, name)} must be at least 1")
@@ -49,7 +53,8 @@ class Config:
             raise UsageError(f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}; "
                              "pick d_model as a multiple of num_heads")
         if self.seq_len > self.max_len:
-            raise UsageError(f"seq_len={self.seq_len} is larger than max_len={self.max_len}")
+            raise UsageError(f"seq_len={self.seq_len} is larger than max_len={self.max_len}; "
+                             f"raise max_len too (--set max_len={self.seq_len})")
 
     @property
     def d_k(self):
