@@ -58,6 +58,7 @@ def register(kind, *, param_map=None):
         if bad:
             raise TypeError(f"gradlab.register({kind!r}, param_map=...): keys and values must be strings; "
                             f"bad entry {bad[0]!r}")
+        _check_reference_names(spec, param_map)
 
     def decorate(target):
         if not callable(target):
@@ -93,6 +94,27 @@ def _validate_kind(kind):
         return get_kind(kind)
     except UsageError as e:
         raise ValueError(f"gradlab.register({kind!r}): {e}") from None
+
+
+def _check_reference_names(spec, param_map):
+    """Every value of a param_map dict must be one of the kind's reference
+    names (CONTRACT §3); a typo would otherwise surface much later as a
+    confusing "parameter not found" in some check."""
+    import difflib
+    import re
+    from .config import Config
+    known = set(spec.param_shapes(Config()))
+    if not known:
+        raise ValueError(f"gradlab.register({spec.name!r}, param_map=...): {spec.name} has no parameters "
+                         "to map; drop param_map")
+    generic = {re.sub(r"\.\d+\.", ".{i}.", name) for name in known}   # blocks.0.x -> blocks.{i}.x
+    for theirs, ref in param_map.items():
+        if ref in known or re.sub(r"\.\d+\.", ".{i}.", ref) in generic:
+            continue
+        close = difflib.get_close_matches(ref, sorted(known), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(f"gradlab.register({spec.name!r}, param_map=...): {theirs!r} maps to {ref!r}, which is "
+                         f"not a reference parameter of {spec.name}: {hint}they are {', '.join(sorted(generic))}")
 
 
 def _where(target):
