@@ -1,0 +1,25 @@
+"""The HTML report: one self-contained file (inline CSS, figures as data URIs,
+no network, no JavaScript) from the same records the CLI and pytest use.
+
+Importing this package imports jinja2 and matplotlib; the CLI and the pytest
+plugin import it only when a report is asked for, so `gradlab --help` stays fast.
+
+    from gradlab.report import write_report
+    write_report(gradlab.check("attention"), "reports/attention.html")
+"""
+import os
+
+from .render import as_kind_results, render
+
+__all__ = ["write_report", "render"]
+
+
+def write_report(results, path, *, replay=None, title=None):
+    """Render `results` (KindResult, RunResult, their dicts, or a list) to `path`,
+    creating its folder. Returns the path written."""
+    html = render(results, replay=replay, title=title)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(html)
+    return path
