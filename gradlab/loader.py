@@ -98,7 +98,7 @@ def _load_file(path):
     if not found:
         raise UsageError(f"{path} registers nothing; decorate its factory with @gradlab.register(\"attention\") "
                          "(or the kind it implements) and `import gradlab` at the top")
-    return Implementation(path, _index(found, path), (full,))
+    return Implementation(path, _index(found, path, own=mod_name), (full,))
 
 
 def _load_module_name(name):
@@ -129,9 +129,17 @@ def _tagged(module):
     return regs
 
 
-def _index(regs, name):
+def _index(regs, name, own=None):
+    """kind -> Registration. `own` is the module name of the loaded file: when
+    it and a sibling it imports (a variant importing the original, say) both
+    register a kind, the file's own registration wins."""
     by_kind = {}
     for reg in regs:
+        if reg.kind in by_kind and own is not None:
+            mine = [r for r in (by_kind[reg.kind], reg) if getattr(r.target, "__module__", None) == own]
+            if len(mine) == 1:
+                by_kind[reg.kind] = mine[0]
+                continue
         if reg.kind in by_kind and by_kind[reg.kind].target is not reg.target:
             raise UsageError(f"{name} registers {reg.kind!r} twice ({by_kind[reg.kind].where} and {reg.where}); "
                              "keep one")
