@@ -1,0 +1,62 @@
+"""`causality`: perturbing the input at position t must leave every output at
+positions before t unchanged. A causal mask makes earlier outputs *exactly*
+independent of later inputs (exp of -inf or of -1e9 is exactly 0 in float32
+and float64), so the tolerance is only a guard against rounding noise."""
+import numpy as np
+
+from gradlab.errors import CheckFailure, CheckSkipped
+from gradlab.kinds import ATTN_WEIGHTS, CAUSAL, TOKEN_IDS
+from gradlab.records import heatmap
+from gradlab.suite import Outcome, check
+
+TOLERANCE = {"float64": 1e-12, "float32": 1e-6}   # relative to the size of the output
+
+
+def perturb_position(kind, cfg, x, t, rng):
+    """A copy of x with position t changed in every sample (a different id for token kinds)."""
+    y = x.copy()
+    if kind.has(TOKEN_IDS):
+        y[:, t] = (y[:, t] + rng.integers(1, cfg.vocab_size, size=y.shape[0])) % cfg.vocab_size
+    else:
+        y[:, t] = y[:, t] + rng.standard_normal(y[:, t].shape).astype(y.dtype)
+    return y
+
+
+@check("causality", needs={CAUSAL}, order=20,
+       summary="perturbing position t changes no output at positions before t")
+def causality(subject, rng):
+    kind, cfg = subject.kind, subject.cfg
+    T = cfg.seq_len
+    if T < 2:
+        raise CheckSkipped(f"seq_len={T}: causality needs at least 2 positions (--set seq_len=5)")
+    module, _ = subject.fresh(rng)
+    x = subject.make_input(rng)
+    base = subject.forward(module, x).astype(np.float64)                  # (B, T, ...)
+    scale = max(float(np.abs(base).max()), 1.0)
+    tol = TOLERANCE.get(cfg.np_dtype.name, 1e-6) * scale
+    # change[r, c]: how much the output at position r moved when the input at position c was perturbed
+    change = np.zeros((T, T))
+    for c in range(T):
+        out = subject.forward(module, perturb_position(kind, cfg, x, c, rng)).astype(np.float64)
+        diff = np.abs(out - base)
+        change[:, c] = diff.reshape(diff.shape[0], T, -1).max(axis=(0, 2))
+    leaks = [(c, r) for c in range(T) for r in range(c) if change[r, c] > tol]
+    view = heatmap(f"{kind.name}: max |change| of the output at position (row) when the input at position "
+                   "(column) is perturbed; above the diagonal must be 0",
+                   change.tolist(), xlabel="perturbed input position", ylabel="output position")
+    future = T * (T - 1) // 2
+    metrics = {"leaking_pairs": len(leaks), "future_pairs": future,
+               "max_leak": float(max((change[r, c] for c, r in leaks), default=0.0)), "tolerance": tol}
+    if leaks:
+        c, r = leaks[0]
+        where = ("the attention's causal mask" if kind.has(ATTN_WEIGHTS)
+                 else "the causal mask of the attention inside")
+        raise CheckFailure(
+            f"{kind.name}: perturbing position {c} changed the output at position {r} by {change[r, c]:.3g} "
+            f"(tolerance {tol:.1g}): the mask lets position {r} see the future; {len(leaks)} of {future} "
+            f"future pairs leak. Look at {where}: scores[..., i, j] must be -inf (or -1e9) for every j > i, "
+            "set before the softmax; and at anything that mixes time steps, such as merging heads with a "
+            "reshape but no transpose((0, 2, 1, 3))",
+            metrics, {"views": [view]})
+    return Outcome(f"no output at an earlier position changed in {T} perturbations ({future} future pairs)",
+                   metrics, {"views": [view]})

@@ -1,0 +1,92 @@
+"""`input_mutation`: forward, backward and an optimizer's step leave the
+caller's arrays as they were. `x -= x.mean()` in forward, `grad_out[h < 0] = 0`
+in backward or `g += wd * p` in step silently corrupt the caller's data (the
+residual stream of a block, the gradient another branch still needs).
+clip_grad_norm is exempt: scaling the gradients in place is its contract."""
+import numpy as np
+
+from gradlab.errors import CheckFailure
+from gradlab.kinds import DIFFERENTIABLE, OPTIMIZER, PROBABILITIES
+from gradlab.subject import call_cross_entropy, call_softmax
+from gradlab.suite import Outcome, check
+
+
+class _Watch:
+    """Copies of the caller's arrays, to see whether a call changed them."""
+
+    def __init__(self, kind_name):
+        self.kind_name = kind_name
+        self.kept = []    # (argument description, live array, copy)
+
+    def keep(self, what, array):
+        self.kept.append((what, array, array.copy()))
+        return array
+
+    def verify(self, call, hint):
+        for what, live, copy in self.kept:
+            if live.shape != copy.shape or live.dtype != copy.dtype:
+                raise CheckFailure(f"{self.kind_name}: {call} changed the shape or dtype of the caller's {what} "
+                                   f"in place (was {copy.shape} {copy.dtype}, now {live.shape} {live.dtype}). "
+                                   f"{hint}")
+            same = live == copy
+            if live.dtype.kind == "f":
+                same |= np.isnan(live) & np.isnan(copy)
+            changed = ~same
+            if changed.any():
+                index = tuple(int(i) for i in np.argwhere(changed)[0])
+                raise CheckFailure(
+                    f"{self.kind_name}: {call} changed the caller's {what} in place: first at index {index}: "
+                    f"was {copy[index]:.6g}, now {live[index]:.6g} ({int(changed.sum())} of {changed.size} entries "
+                    f"changed). {hint}", {"changed_entries": int(changed.sum()), "argument": what, "call": call})
+        return len(self.kept)
+
+
+_FORWARD_HINT = ("Work on a new array: x = x - mean (not x -= mean), out = x + w (not x += w), "
+                 "or x = x.copy() first; keep what backward needs without writing into it")
+_BACKWARD_HINT = ("Build new arrays instead of editing grad_out (dh = grad_out * mask, not grad_out[mask] = 0; "
+                  "g = g * s, not g *= s), and never write into the cached forward input")
+
+
+@check("input_mutation", any_of={DIFFERENTIABLE, PROBABILITIES, OPTIMIZER}, order=35,
+       summary="forward, backward and step leave the caller's input arrays unchanged")
+def input_mutation(subject, rng):
+    kind, cfg = subject.kind, subject.cfg
+    watch = _Watch(kind.name)
+    if kind.form == "optimizer":
+        return _optimizer(subject, rng, watch)
+    if kind.form == "function":
+        x = watch.keep("logits" if not kind.has(PROBABILITIES) else "x",
+                       (3 * rng.standard_normal(kind.input_shape(cfg))).astype(cfg.np_dtype))
+        if kind.has(PROBABILITIES):
+            call_softmax(subject, x)
+            n = watch.verify("softmax(x)", "Compute exp(x - x.max(...)) into a new array, not x -= x.max(...)")
+        else:
+            targets = watch.keep("targets", rng.integers(0, cfg.vocab_size, size=x.shape[:-1]))
+            call_cross_entropy(subject, x, targets)
+            n = watch.verify("cross_entropy(logits, targets)",
+                             "Shift a copy (z = logits - logits.max(...)), and build grad_logits as a new array "
+                             "(e.g. from softmax(z)), not by editing logits")
+        return Outcome(f"{n} input arrays unchanged", {"arrays": n})
+    module, _ = subject.fresh(rng)
+    x = watch.keep("x (forward's input)", subject.make_input(rng))
+    subject.forward(module, x)
+    watch.verify("forward(x)", _FORWARD_HINT)
+    g = watch.keep("grad_out (backward's input)", rng.standard_normal(kind.output_shape(cfg)).astype(cfg.np_dtype))
+    subject.backward(module, g)
+    n = watch.verify("backward(grad_out)", _BACKWARD_HINT)
+    return Outcome(f"forward and backward leave the caller's {n} arrays unchanged", {"arrays": n})
+
+
+def _optimizer(subject, rng, watch):
+    """Two steps: neither may change the grads it was given, and step 2 may not
+    change step 1's grads (an optimizer keeping the caller's array as its buffer)."""
+    optimizer = subject.build()
+    params = {"w": rng.standard_normal((3, 4)), "b": rng.standard_normal(4)}
+    for step in (1, 2):
+        grads = {k: watch.keep(f"grads[{k!r}] (given to step {step})", rng.standard_normal(v.shape))
+                 for k, v in params.items()}
+        subject.step(optimizer, params, grads)
+        watch.verify(f"step {step} (step(params, grads))",
+                     "step must only update params; compute with new arrays (g = g + wd * p, not g += wd * p), "
+                     "and copy a gradient before keeping it as a buffer (self.m[k] = g.copy())")
+    return Outcome("two steps leave the caller's gradient arrays unchanged", {"arrays": len(watch.kept)})

@@ -1,0 +1,138 @@
+"""`repeated_ids`: the gradient of an embedding table accumulates over every
+occurrence of a token id. `dW[ids] = g` (and `dW[ids] += g`, which NumPy
+buffers) keeps only one occurrence per id; `np.add.at(dW, ids, g)` sums them.
+
+The batch is built so that ids repeat within a row and across rows. When the
+forward is a plain lookup (out == W[ids]) the expected gradient is computed
+exactly with np.add.at; otherwise (an lm) the rows of the repeated ids, and
+one id that occurs once as a control, are compared with finite differences."""
+import numpy as np
+
+from gradlab.errors import CheckFailure, CheckSkipped
+from gradlab.kinds import TOKEN_IDS
+from gradlab.suite import Outcome, check
+
+EXACT_TOL = {"float64": 1e-10, "float32": 1e-5}     # summation order only
+NUMERIC_TOL = {"float64": 1e-6, "float32": 2e-2}
+STEP = {"float64": 1e-6, "float32": 1e-3}
+MAX_NUMERIC_ROWS = 2                                  # repeated ids checked numerically (each costs 2*D forwards)
+
+
+def repeated_batch(cfg, rng):
+    """ids (B, T) where one id occurs within row 0 and again in the last row, and a second id in two rows."""
+    B, T, V = cfg.batch_size, cfg.seq_len, cfg.vocab_size
+    ids = rng.integers(0, V, size=(B, T))
+    a, b = rng.choice(V, size=2, replace=False) if V > 1 else (0, 0)
+    cells = [(0, 0), (0, 1), (B - 1, T - 1)]                # a: twice in row 0, once in the last row
+    b_cells = [(0, 2), (B - 1, 0)] if B > 1 and T > 2 else []
+    for r, t in cells:
+        ids[r, t] = a
+    for r, t in b_cells:
+        ids[r, t] = b
+    return ids
+
+
+def _table_slot(subject, slots):
+    """The student's (V, D) embedding table and its reference name."""
+    cfg = subject.cfg
+    shape = (cfg.vocab_size, cfg.d_model)
+    ref_names = [n for n, s in subject.kind.param_shapes(cfg).items() if tuple(s) == shape]
+    mapping = subject.registration.param_map if isinstance(subject.registration.param_map, dict) else {}
+    for slot in slots:
+        if slot.name in ref_names or mapping.get(slot.name) in ref_names:
+            return slot
+    candidates = [s for s in slots if s.value.shape == shape]
+    if len(candidates) == 1:
+        return candidates[0]
+    names = ", ".join(f"{s.name} {s.value.shape}" for s in slots)
+    raise CheckSkipped(f"{subject.kind.name}: cannot tell which parameter is the token embedding table "
+                       f"({' or '.join(ref_names) or 'shape'} {shape}); found {names or 'none'}. "
+                       f"Name it {ref_names[0] if ref_names else 'weight'!r} or register with param_map")
+
+
+def _occurrences(ids, token):
+    return [tuple(int(i) for i in cell) for cell in np.argwhere(ids == token)]
+
+
+@check("repeated_ids", needs={TOKEN_IDS}, order=45,
+       summary="embedding gradients accumulate over repeated token ids (np.add.at)")
+def repeated_ids(subject, rng):
+    kind, cfg = subject.kind, subject.cfg
+    if cfg.batch_size * cfg.seq_len < 3 or cfg.vocab_size < 2:
+        raise CheckSkipped(f"{kind.name}: the batch is too small to repeat ids (needs batch_size*seq_len >= 3)")
+    module, slots = subject.fresh(rng)
+    table = _table_slot(subject, slots)
+    ids = repeated_batch(cfg, rng)
+    out = subject.forward(module, ids)
+    g = rng.standard_normal(out.shape).astype(cfg.np_dtype)
+    subject.backward(module, g)
+    got = subject.read_grads(slots)[table.name].astype(np.float64)
+    tokens, counts = np.unique(ids, return_counts=True)
+    repeated = [int(t) for t, c in sorted(zip(tokens, counts), key=lambda tc: -tc[1]) if c > 1]
+    once = [int(t) for t, c in zip(tokens, counts) if c == 1]
+    W = table.value
+    if out.shape == ids.shape + (W.shape[1],) and np.array_equal(out, W[ids]):
+        expected = np.zeros(W.shape, dtype=np.float64)
+        np.add.at(expected, ids, g.astype(np.float64))
+        rows = list(range(W.shape[0]))
+        tol = EXACT_TOL.get(cfg.np_dtype.name, 1e-5)
+        how = "the exact sum np.add.at(dW, ids, g)"
+    else:
+        rows = repeated[:MAX_NUMERIC_ROWS] + once[:1]
+        expected = _numeric_rows(subject, module, ids, g, W, rows)
+        tol = NUMERIC_TOL.get(cfg.np_dtype.name, 2e-2)
+        how = "finite differences"
+    scale = max(float(np.abs(expected[rows]).max()), float(np.abs(got[rows]).max()), 1e-12)
+    err = np.abs(got - expected)[rows].max(axis=1) / scale              # per checked row
+    wrong = {row: e for row, e in zip(rows, err) if e > tol}
+    metrics = {"repeated_ids": len(repeated), "rows_checked": len(rows), "max_error": float(err.max()),
+               "tolerance": tol}
+    if not wrong:
+        return Outcome(f"gradient of {table.name!r} matches {how} on {len(rows)} rows; {len(repeated)} ids "
+                       f"repeat in the batch (max error {float(err.max()):.1e})", metrics)
+    bad_repeated = [r for r in wrong if r in repeated]
+    if bad_repeated and not any(r not in repeated for r in wrong):
+        token = bad_repeated[0]
+        cells = _occurrences(ids, token)
+        overwrite = ""
+        control = ", while ids that occur once are right" if any(r not in repeated for r in rows) else ""
+        if how.startswith("the exact"):
+            kept = [c for c in cells if np.allclose(got[token], g[c].astype(np.float64), rtol=1e-5, atol=1e-12)]
+            if kept:
+                overwrite = f" (it equals the upstream gradient at {kept[-1]} alone)"
+        raise CheckFailure(
+            f"{kind.name}: gradient of {table.name!r} row {token} is wrong: token id {token} appears "
+            f"{len(cells)} times in the batch, at {cells}, and its row must be the sum of the {len(cells)} "
+            f"upstream gradients{overwrite}; error {wrong[token]:.3g} of the gradient's scale (tolerance "
+            f"{tol:.0e}){control}. This is an overwrite instead of np.add.at: "
+            "dW[ids] = g (or dW[ids] += g, which NumPy does not accumulate for repeated indices) keeps one "
+            "occurrence; use np.add.at(dW, ids, g)",
+            metrics)
+    row = min(wrong, key=lambda r: -wrong[r])
+    raise CheckFailure(
+        f"{kind.name}: gradient of {table.name!r} row {row} is wrong (error {wrong[row]:.3g} of the gradient's "
+        f"scale, tolerance {tol:.0e}), also for ids that occur only once, so repeated ids are not the (only) "
+        "problem: see the gradient check", metrics)
+
+
+def _numeric_rows(subject, module, ids, g, W, rows):
+    """Central differences of sum(forward(ids) * g) with respect to W[rows] (other rows left 0)."""
+    dtype = subject.cfg.np_dtype.name
+    g64 = g.astype(np.float64)
+    f = lambda: float(np.sum(subject.forward(module, ids).astype(np.float64) * g64))   # noqa: E731
+    numeric = np.zeros(W.shape, dtype=np.float64)
+    for row in rows:
+        for j in range(W.shape[1]):
+            old = W[row, j].copy()
+            h = STEP.get(dtype, 1e-3) * max(1.0, abs(float(old)))
+            try:
+                W[row, j] = old + h
+                up = float(W[row, j])             # the step actually taken (float32 rounds it)
+                plus = f()
+                W[row, j] = old - h
+                down = float(W[row, j])
+                minus = f()
+            finally:
+                W[row, j] = old
+            numeric[row, j] = (plus - minus) / (up - down)
+    return numeric

@@ -1,0 +1,176 @@
+"""`shapes`: a table of everything the user sees (input, output, every
+parameter and its gradient, the input gradient, attn_weights), expected vs
+actual. Unlike the other checks it calls the student's code raw (still through
+harness.guarded), so a wrong output shape is one row of the table instead of
+an error that hides every other row."""
+import numpy as np
+
+from gradlab.errors import CheckFailure, StudentError
+from gradlab.harness import describe
+from gradlab.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, LOSS, PROBABILITIES
+from gradlab.records import table
+from gradlab.suite import Outcome, check
+
+
+def _shape(value):
+    """The shape of a returned value, or a description when it is not an array."""
+    if isinstance(value, np.ndarray):
+        return tuple(value.shape)
+    if np.isscalar(value) and not isinstance(value, (str, bytes)):
+        return ()
+    return describe(value)
+
+
+class _Table:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, tensor, expected, actual, note=""):
+        ok = isinstance(actual, tuple) and tuple(expected) == actual
+        self.rows.append({"tensor": tensor, "expected": _text(expected), "actual": _text(actual),
+                          "ok": ok, "note": note})
+        return ok
+
+    def info(self, tensor, actual, note):
+        """A row that is shown but not judged (e.g. a parameter with no reference counterpart)."""
+        self.rows.append({"tensor": tensor, "expected": "-", "actual": _text(actual), "ok": True, "note": note})
+
+    def bad(self):
+        return [r for r in self.rows if not r["ok"]]
+
+
+def _text(shape):
+    return str(tuple(shape)) if isinstance(shape, tuple) else str(shape)
+
+
+@check("shapes", any_of={DIFFERENTIABLE, PROBABILITIES}, forms={"module", "function"}, order=5,
+       summary="inputs, outputs, parameters, gradients (and attn_weights) have the expected shapes")
+def shapes(subject, rng):
+    kind, cfg = subject.kind, subject.cfg
+    rows = _Table()
+    notes = []
+    if kind.form == "function":
+        _function_rows(subject, rng, rows)
+    else:
+        _module_rows(subject, rng, rows, notes)
+    view = table(f"{kind.name}: shapes, expected vs actual", rows.rows)
+    bad = rows.bad()
+    metrics = {"rows": len(rows.rows), "mismatches": len(bad)}
+    if bad:
+        first = bad[0]
+        more = f"; also wrong: {', '.join(r['tensor'] for r in bad[1:])}" if len(bad) > 1 else ""
+        hint = f" ({first['note']})" if first["note"] else ""
+        raise CheckFailure(f"{kind.name}: {first['tensor']} has shape {first['actual']}, expected "
+                           f"{first['expected']}{hint}{more}", metrics, {"views": [view]})
+    tail = f"; {'; '.join(notes)}" if notes else ""
+    return Outcome(f"{len(rows.rows)} shapes as expected{tail}", metrics, {"views": [view]})
+
+
+def _function_rows(subject, rng, rows):
+    kind, cfg = subject.kind, subject.cfg
+    x = rng.standard_normal(kind.input_shape(cfg)).astype(cfg.np_dtype)
+    if kind.has(LOSS):
+        targets = rng.integers(0, cfg.vocab_size, size=x.shape[:-1])
+        rows.add("logits (input)", kind.input_shape(cfg), x.shape)
+        rows.add("targets (input)", x.shape[:-1], targets.shape)
+        got = subject.call(x, targets, what="cross_entropy(logits, targets)")
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            rows.add("return value", "(loss, grad_logits)", describe(got),
+                     "cross_entropy must return a pair (loss, grad_logits)")
+            return
+        loss, grad = got
+        rows.add("loss", (), _shape(loss), "the mean loss is one number")
+        rows.add("grad_logits", x.shape, _shape(grad), "one gradient entry per logit")
+    else:
+        rows.add("x (input)", kind.input_shape(cfg), x.shape)
+        out = subject.call(x, what="softmax(x)")
+        rows.add("softmax(x)", kind.output_shape(cfg), _shape(out), "same shape as its input")
+
+
+def _module_rows(subject, rng, rows, notes):
+    kind, cfg = subject.kind, subject.cfg
+    module = subject.build()
+    x = subject.make_input(rng)
+    rows.add("x (input)", kind.input_shape(cfg), x.shape)
+    out = subject._call("forward", module.forward, x)
+    out_ok = rows.add("forward output", kind.output_shape(cfg), _shape(out), f"expected{subject._shape_hint()}")
+    if kind.has(ATTN_WEIGHTS):
+        B, T, H = cfg.batch_size, cfg.seq_len, cfg.num_heads
+        weights = getattr(module, "attn_weights", None)
+        rows.add("attn_weights", (B, H, T, T), _shape(weights) if weights is not None else "missing",
+                 "keep the softmax output as self.attn_weights, (B, H, T, T)")
+    g_shape = tuple(out.shape) if isinstance(out, np.ndarray) else kind.output_shape(cfg)
+    g = np.ones(g_shape, dtype=cfg.np_dtype)
+    try:
+        dx = subject._call("backward", module.backward, g)
+        slots = subject.slots(module)
+    except StudentError as e:
+        if out_ok:
+            raise
+        # the output was already the wrong shape: backward was bound to fail; show the table
+        rows.add("backward", "runs", f"raised: {e}", "fix the forward output first")
+        return
+    if kind.has(INPUT_GRAD):
+        rows.add("backward output (dL/dx)", kind.input_shape(cfg), _shape(dx), "same shape as forward's input x")
+    _param_rows(subject, module, slots, rows, notes)
+
+
+def _param_rows(subject, module, slots, rows, notes):
+    kind, cfg = subject.kind, subject.cfg
+    expected = kind.param_shapes(cfg)
+    param_map = subject.registration.param_map
+    mapping = param_map if isinstance(param_map, dict) else {}
+    matched = set()
+    unmatched = []
+    for slot in slots:
+        ref = slot.name if slot.name in expected else mapping.get(slot.name)
+        shape = tuple(slot.value.shape)
+        if ref in expected:
+            matched.add(ref)
+            label = f"parameter {slot.name!r}" + (f" (reference {ref!r})" if ref != slot.name else "")
+            rows.add(label, expected[ref], shape)
+        else:
+            unmatched.append(slot)
+            rows.info(f"parameter {slot.name!r}", shape, "no reference parameter of this name")
+        grad = subject._call(f"reading the gradient of {slot.name!r}", slot.grad)
+        rows.add(f"gradient of {slot.name!r} ({slot.describe_grad()})", shape,
+                 _shape(grad) if grad is not None else "missing",
+                 f"a gradient has the shape of its parameter {slot.name!r} {shape}")
+    missing = [name for name in expected if name not in matched]
+    if callable(param_map) and missing:
+        _load_rows(subject, {n: expected[n] for n in missing}, rows, notes)
+        return
+    if not missing:
+        if unmatched:
+            notes.append(f"extra parameters not in the reference: {', '.join(s.name for s in unmatched)}")
+        return
+    wanted = ", ".join(f"{n} {expected[n]}" for n in missing)
+    if not unmatched:
+        # every parameter of the student's module has a reference name, yet some reference ones are absent
+        for name in missing:
+            rows.add(f"parameter {name!r}", expected[name], "not found",
+                     f"CONTRACT §3 lists {name!r} for {kind.name}; gradlab found only "
+                     f"{', '.join(s.name for s in slots) or 'no parameters'}")
+        return
+    theirs = ", ".join(f"{s.name} {tuple(s.value.shape)}" for s in unmatched)
+    notes.append(f"expected parameters not found by name: {wanted}; yours without a reference name: {theirs}; "
+                 "register with param_map={'your_name': 'reference_name', ...} to compare their shapes")
+
+
+def _load_rows(subject, missing, rows, notes):
+    """A callable param_map: hand it reference-shaped arrays and see that it takes them."""
+    cfg = subject.cfg
+    expected = subject.kind.param_shapes(cfg)
+    rng = np.random.default_rng(0)
+    reference = {n: rng.standard_normal(s).astype(cfg.np_dtype) for n, s in expected.items()}
+    module = subject.build()
+    try:
+        subject._call("param_map(module, reference_params)", subject.registration.param_map, module, reference)
+    except StudentError as e:
+        rows.add("param_map(module, reference_params)", "accepts the reference shapes", f"raised: {e}",
+                 "your param_map could not load arrays of the reference shapes")
+        return
+    for name, shape in missing.items():
+        rows.info(f"reference {name!r}", shape, "loaded through your param_map")
+    notes.append(f"{len(missing)} reference parameters are loaded through your param_map "
+                 f"({', '.join(missing)})")

@@ -1,0 +1,88 @@
+"""`softmax_rows`: attention weights (and the softmax function's output) are
+probability rows: each row sums to 1 and nothing is negative; for causal
+attention weights the future (above the diagonal) is exactly 0."""
+import numpy as np
+
+from gradlab.errors import CheckFailure
+from gradlab.harness import describe
+from gradlab.kinds import ATTN_WEIGHTS, CAUSAL, PROBABILITIES
+from gradlab.records import heatmap
+from gradlab.subject import call_softmax
+from gradlab.suite import Outcome, check
+
+SUM_TOL = {"float64": 1e-10, "float32": 1e-5}
+FUTURE_TOL = {"float64": 1e-12, "float32": 1e-7}
+
+
+def _row_problems(what, P, causal, dtype):
+    """(message, index) of the first broken row of P (..., T, N), or None."""
+    sum_tol = SUM_TOL.get(dtype, 1e-5)
+    neg = np.argwhere(P < -sum_tol)
+    if len(neg):
+        i = tuple(int(v) for v in neg[0])
+        return (f"{what(i[:-1])}, column {i[-1]} = {P[i]:.4g} is negative ({len(neg)} negative entries): "
+                "probabilities cannot be; are you keeping the scores (before the softmax) instead of its output?",
+                i[:-1])
+    if causal:
+        T = P.shape[-1]
+        future = np.triu(np.ones((T, T), dtype=bool), k=1)
+        leak = np.argwhere((np.abs(P) > FUTURE_TOL.get(dtype, 1e-7)) & future)
+        if len(leak):
+            i = tuple(int(v) for v in leak[0])
+            return (f"{what(i[:-1])} puts weight {P[i]:.4g} on future position {i[-1]} > row {i[-2]} "
+                    f"({len(leak)} future entries are not 0): the causal mask is missing or points the wrong "
+                    "way; set scores[..., i, j] = -inf (or -1e9) for j > i before the softmax", i[:-1])
+    sums = P.sum(axis=-1)
+    bad = np.argwhere(np.abs(sums - 1) > sum_tol)
+    if len(bad):
+        i = tuple(int(v) for v in bad[0])
+        other = P.sum(axis=-2)
+        hint = ("the columns sum to 1: the softmax is taken over axis -2; use axis=-1 (the keys)"
+                if np.allclose(other, 1, atol=sum_tol * 10) else
+                "normalise each row by its own sum (exp(s) / exp(s).sum(axis=-1, keepdims=True)); "
+                "a mask applied after the softmax also breaks the sums: mask the scores before it")
+        return (f"{what(i)} sums to {sums[i]:.6g}, not 1 ({len(bad)} rows off by up to "
+                f"{float(np.abs(sums - 1).max()):.3g}): {hint}", i)
+    return None
+
+
+@check("softmax_rows", any_of={ATTN_WEIGHTS, PROBABILITIES}, order=25,
+       summary="attention weights / softmax rows sum to 1, no negatives, the future (upper triangle) is 0")
+def softmax_rows(subject, rng):
+    kind, cfg = subject.kind, subject.cfg
+    dtype = cfg.np_dtype.name
+    if kind.form == "function":
+        x = (3 * rng.standard_normal(kind.input_shape(cfg))).astype(cfg.np_dtype)
+        P = call_softmax(subject, x).astype(np.float64)
+        problem = _row_problems(lambda i: f"softmax(x), row {list(i)}", P, False, dtype)
+        view = heatmap(f"{kind.name}: softmax(x)[0] (rows: positions, columns: classes)", P[0].tolist(),
+                       xlabel="class", ylabel="row")
+        if problem:
+            raise CheckFailure(f"{kind.name}: {problem[0]}", {"rows": int(np.prod(P.shape[:-1]))},
+                               {"views": [view]})
+        return Outcome(f"{int(np.prod(P.shape[:-1]))} rows sum to 1, none negative",
+                       {"rows": int(np.prod(P.shape[:-1]))}, {"views": [view]})
+
+    B, H, T = cfg.batch_size, cfg.num_heads, cfg.seq_len
+    module, _ = subject.fresh(rng)
+    x = subject.make_input(rng)
+    subject.forward(module, x)
+    A = getattr(module, "attn_weights", None)
+    if A is None:
+        raise CheckFailure(f"{kind.name}: no attn_weights after forward: keep the softmax output as "
+                           f"self.attn_weights, shape (B, H, T, T) = {(B, H, T, T)} (CONTRACT §3)")
+    if not isinstance(A, np.ndarray) or A.shape != (B, H, T, T):
+        raise CheckFailure(f"{kind.name}: attn_weights is {describe(A)}; expected an array of shape "
+                           f"(B, H, T, T) = {(B, H, T, T)}")
+    A = A.astype(np.float64)
+    problem = _row_problems(lambda i: f"attn_weights[batch {i[0]}, head {i[1]}, row {i[2]}]", A,
+                           kind.has(CAUSAL), dtype)
+    b, h = (problem[1][0], problem[1][1]) if problem else (0, 0)
+    view = heatmap(f"{kind.name}: attn_weights[{b}, {h}] (rows: queries, columns: keys; the future is masked)",
+                   A[b, h].tolist(), xlabel="key position", ylabel="query position", mask_upper=True)
+    metrics = {"rows": B * H * T, "max_sum_error": float(np.abs(A.sum(-1) - 1).max()),
+               "max_future_weight": float(np.abs(np.triu(A, k=1)).max())}
+    if problem:
+        raise CheckFailure(f"{kind.name}: {problem[0]}", metrics, {"views": [view]})
+    return Outcome(f"{B * H * T} rows of attn_weights sum to 1, none negative, the future is 0",
+                   metrics, {"views": [view]})
