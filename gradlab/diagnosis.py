@@ -1,6 +1,19 @@
-"""Diagnosis of a failed gradient: compare the analytical and numerical
-tensors for the patterns hand-written backward passes are known to produce,
-and say it in words a student understands."""
+"""Diagnosis: compare a wrong tensor with the right one for the patterns
+hand-written modules are known to produce, and say it in words a student
+understands. `diagnose` explains a failed gradient; `factor_pattern` and
+`position_pattern` explain a failed forward (the `reference` check).
+
+Every helper returns one sentence or None: an unknown pattern is not guessed at.
+"""
+import math
+
+import numpy as np
+
+from .kinds import CAUSAL, TOKEN_IDS
+
+# Two arrays "match" for a pattern when they agree to this fraction of their scale:
+# loose enough for float32 and finite-difference noise, far tighter than any bug.
+MATCH = 1e-3
 
 
 def diagnose(kind, name, analytical, numerical, context):
@@ -11,4 +24,226 @@ def diagnose(kind, name, analytical, numerical, context):
     full per-element map); context: {"cfg": Config, "x": forward input (ids for
     token kinds), "g": upstream gradient given to backward}.
     """
+    a = np.asarray(analytical, dtype=np.float64)
+    n = np.asarray(numerical, dtype=np.float64)
+    if a.shape != n.shape or a.size == 0:
+        return None
+    context = context or {}
+    cfg = context.get("cfg")
+    scale = max(float(np.abs(n).max()), float(np.abs(a).max()), 1e-30)
+    what = "dL/dx" if name == "x" else f"the gradient of {name!r}"
+    if float(np.abs(n).max()) <= MATCH * scale:
+        return None     # the true gradient is ~0: nothing to compare patterns with
+    for test in (_all_zero, _transposed, _repeated_ids, _residual, _bias_token, _constant_factor,
+                 _future_positions, _partly_zero):
+        found = test(kind, name, a, n, context, cfg, what)
+        if found:
+            return found
+    return None
+
+
+def _close(a, b, ref_scale=None):
+    s = ref_scale if ref_scale is not None else max(float(np.abs(b).max()), float(np.abs(a).max()), 1e-30)
+    return float(np.abs(a - b).max()) <= MATCH * s
+
+
+def _all_zero(kind, name, a, n, context, cfg, what):
+    if not np.any(a):
+        return (f"{what} is all zero where it should not be: backward never fills it (or fills a "
+                "copy, or resets it after computing it)")
+    return None
+
+
+def _transposed(kind, name, a, n, context, cfg, what):
+    if a.ndim == 2 and a.shape[0] == a.shape[1] and not _close(a, n) and _close(a, n.T):
+        return (f"{what} is the transpose of the right one: for y = x @ W the weight gradient is "
+                "x.T @ grad_out, not grad_out.T @ x")
+    return None
+
+
+def _repeated_ids(kind, name, a, n, context, cfg, what):
+    ids = context.get("x")
+    if not kind.has(TOKEN_IDS) or ids is None or a.ndim != 2 or cfg is None or a.shape[0] != cfg.vocab_size:
+        return None
+    ids = np.asarray(ids)
+    if ids.dtype.kind not in "iu":
+        return None
+    scale = max(float(np.abs(n).max()), 1e-30)
+    bad_rows = {int(r) for r in np.nonzero(np.abs(a - n).max(axis=1) > MATCH * scale)[0]}
+    counts = np.bincount(ids.reshape(-1), minlength=a.shape[0])
+    repeated = {int(r) for r in np.nonzero(counts > 1)[0]}
+    if bad_rows and bad_rows <= repeated:
+        rows = sorted(bad_rows)[:4]
+        return (f"{what} is wrong only at the rows of token ids that occur more than once (e.g. ids {rows}): "
+                "dW[ids] += g keeps one occurrence's gradient; accumulate with np.add.at(dW, ids, g)")
+    return None
+
+
+def _residual(kind, name, a, n, context, cfg, what):
+    g = context.get("g")
+    if name != "x" or g is None or np.shape(g) != a.shape:
+        return None
+    g = np.asarray(g, dtype=np.float64)
+    diff = a - n
+    gs = max(float(np.abs(g).max()), 1e-30)
+    if _close(diff, -g, gs):
+        return (f"{what} is short by exactly the upstream gradient: the residual (skip) path is missing in "
+                "backward; for out = x + f(x), dL/dx = grad_out + (gradient through f)")
+    if _close(diff, g, gs):
+        return (f"{what} has the upstream gradient once too often: the residual (skip) path is added twice "
+                "in backward")
+    return None
+
+
+def _bias_token(kind, name, a, n, context, cfg, what):
+    """A bias added to the output: its gradient is grad_out summed over every token."""
+    g = context.get("g")
+    if g is None or a.ndim != 1 or np.ndim(g) < 2 or np.shape(g)[-1] != a.shape[0]:
+        return None
+    g2 = np.asarray(g, dtype=np.float64).reshape(-1, a.shape[0])
+    total = g2.sum(axis=0)
+    if not _close(total, n):
+        return None      # not a bias added straight to the output
+    tokens = g2.shape[0]
+    if _close(a, total / tokens, float(np.abs(total).max()) / tokens):
+        return (f"{what} is the mean over the {tokens} tokens instead of the sum: a bias is added at every "
+                "position, so its gradient is grad_out summed over batch and time")
+    gs = max(float(np.abs(g2).max()), 1e-30)
+    hits = [i for i in range(tokens) if _close(a, g2[i], gs)]
+    if hits:
+        shape = np.shape(g)[:-1]
+        where = tuple(int(i) for i in np.unravel_index(hits[-1], shape))
+        return (f"{what} equals the gradient of a single token (position {where}) instead of the sum over all "
+                "tokens: sum grad_out over batch and time (e.g. grad_out.reshape(-1, D).sum(axis=0)), "
+                "and do not overwrite it inside a loop")
+    return None
+
+
+def _constant_factor(kind, name, a, n, context, cfg, what):
+    c = _fit_factor(a, n)
+    if c is None:
+        return None
+    label = name_factor(c, cfg)
+    if label:
+        return f"{what} is {c:.4g} x the right one, a constant factor of {label}{_factor_advice(label)}"
+    return (f"{what} is {c:.4g} x the right one everywhere: a constant factor is missing or extra in "
+            "backward (a scale, a mean vs a sum)")
+
+
+def _fit_factor(got, want):
+    """c when got == c * want (c != 1) to MATCH, else None."""
+    got = np.asarray(got, dtype=np.float64)
+    want = np.asarray(want, dtype=np.float64)
+    ww = float(np.sum(want * want))
+    if ww == 0 or not np.any(got):
+        return None
+    c = float(np.sum(got * want)) / ww
+    if abs(c - 1) < 1e-3 or not _close(got, c * want, max(float(np.abs(got).max()), abs(c) * float(np.abs(want).max()))):
+        return None
+    return c
+
+
+def _factor_advice(label):
+    label = label.split(" (or ")[0]
+    if "sqrt(d_k)" in label:
+        return ": the 1/sqrt(d_k) scale of the attention scores is missing or applied twice"
+    if label.startswith("-1"):
+        return ": the sign is flipped"
+    if any(k in label for k in ("B*T", "B (", "T (", "1/B", "1/T")):
+        return ": a mean where a sum belongs, or the other way round (over batch and/or time)"
+    if label.split(" =")[0] in ("2", "1/2"):
+        return ": a factor 2 (e.g. the derivative of x^2 is 2x, or a gradient added twice)"
+    return ""
+
+
+def name_factor(c, cfg):
+    """'1/sqrt(d_k) = 0.408' style names for c from cfg's sizes, or None."""
+    candidates = [(-1.0, "-1")]
+    if cfg is not None:
+        sizes = [("2", 2), ("sqrt(d_k)", math.sqrt(cfg.d_k)), ("d_k", cfg.d_k), ("sqrt(d_model)", math.sqrt(cfg.d_model)),
+                 ("d_model", cfg.d_model), ("num_heads", cfg.num_heads), ("B (batch size)", cfg.batch_size),
+                 ("T (sequence length)", cfg.seq_len), ("B*T (number of tokens)", cfg.batch_size * cfg.seq_len),
+                 ("vocab_size", cfg.vocab_size)]
+    else:
+        sizes = [("2", 2)]
+    for label, v in sizes:
+        if v != 1:
+            candidates += [(float(v), label), (1.0 / v, f"1/{label.split(' (')[0]}")]
+    names = [label for v, label in candidates if abs(c - v) <= 1e-3 * abs(v)]
+    if not names:
+        return None
+    head = names[0] if len(names) == 1 else f"{names[0]} (or {', '.join(names[1:])}: equal at this size)"
+    return f"{head} = {c:.4g}"
+
+
+def _future_positions(kind, name, a, n, context, cfg, what):
+    """For (B, T, ...) inputs of causal kinds: right at the last position, wrong before it: the extra
+    gradient comes from later positions (the future)."""
+    if name != "x" or not kind.has(CAUSAL) or a.ndim < 3 or a.shape[1] < 2:
+        return None
+    scale = max(float(np.abs(n).max()), 1e-30)
+    per_t = np.abs(a - n).reshape(a.shape[0], a.shape[1], -1).max(axis=(0, 2)) > MATCH * scale
+    T = a.shape[1]
+    if per_t.any() and not per_t[-1]:
+        wrong = [int(t) for t in np.nonzero(per_t)[0]]
+        return (f"{what} is wrong only at positions {wrong} and right at the last position {T - 1}: gradient flows "
+                "back from later positions (the future); apply the causal mask in backward as in forward "
+                "(masked attention weights must pass no gradient)")
+    if per_t.any() and not per_t[0]:
+        wrong = [int(t) for t in np.nonzero(per_t)[0]]
+        return f"{what} is right at position 0 but wrong at positions {wrong}: look at what mixes time steps"
+    return None
+
+
+def _partly_zero(kind, name, a, n, context, cfg, what):
+    scale = max(float(np.abs(n).max()), 1e-30)
+    zero_wrong = (a == 0) & (np.abs(n) > MATCH * scale)
+    other_ok = np.abs(a - n)[~zero_wrong].max(initial=0.0) <= MATCH * scale
+    if zero_wrong.any() and other_ok:
+        k = tuple(int(i) for i in np.argwhere(zero_wrong)[0])
+        return (f"{what} is zero at {int(zero_wrong.sum())} of {a.size} entries where it should not be "
+                f"(first at index {k}) and right elsewhere: part of it is never filled in backward")
+    return None
+
+
+# ---- forward outputs (the `reference` check) -----------------------------------
+
+def factor_pattern(got, want, cfg, what="your output"):
+    """'your output is c x the reference (...)' when got = c * want, else None."""
+    got = np.asarray(got, dtype=np.float64)
+    want = np.asarray(want, dtype=np.float64)
+    if got.ndim == 0:
+        if want == 0:
+            return None
+        c = float(got / want)
+        label = name_factor(c, cfg)
+        return f"{what} is {c:.4g} x the reference: a factor of {label}{_factor_advice(label)}" if label else None
+    c = _fit_factor(got, want)
+    if c is None:
+        diff = (got - want).reshape(-1, got.shape[-1])
+        if got.ndim >= 2 and diff.shape[0] > 1 and np.abs(diff).max() > 0 and _close(diff, diff[:1], None):
+            return (f"{what} differs from the reference by the same vector at every position: a bias is "
+                    "missing, added twice, or taken from the wrong parameter")
+        return None
+    label = name_factor(c, cfg)
+    tail = f", a constant factor of {label}{_factor_advice(label)}" if label else ": a constant factor"
+    return f"{what} is {c:.4g} x the reference{tail}"
+
+
+def position_pattern(got, want, atol):
+    """Which samples / time positions differ, when that says something."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.ndim < 2:
+        return None
+    err = np.abs(got - want).reshape(got.shape[0], got.shape[1], -1).max(axis=2) > atol   # (B, T)
+    if not err.any():
+        return None
+    by_b = err.any(axis=1)
+    if got.shape[0] > 1 and not by_b.all():
+        return (f"only sample(s) {[int(b) for b in np.nonzero(by_b)[0]]} of the batch differ: something mixes "
+                "the samples (a reshape across the batch axis, or state kept between calls)")
+    by_t = err.any(axis=0)
+    if got.shape[1] > 1 and not by_t[0] and by_t[1:].any():
+        return (f"position 0 is right but positions {[int(t) for t in np.nonzero(by_t)[0]]} differ: something "
+                "mixes time steps (the causal mask, or a reshape/transpose across the time axis)")
     return None

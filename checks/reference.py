@@ -1,0 +1,465 @@
+"""`reference`: the student's forward output equals gradlab's reference
+implementation given the same weights and the same input.
+
+The gradient check cannot see a forward bug whose backward is consistent with
+it (a forgotten 1/sqrt(d_k), softmax over the wrong axis, heads merged with a
+reshape that mixes time steps, LayerNorm over the batch): this check can.
+When the student's output is off, the output of known buggy variants of the
+reference is computed too, and a variant that reproduces the student's output
+names the cause.
+"""
+import math
+
+import numpy as np
+
+from gradlab.diagnosis import factor_pattern, position_pattern
+from gradlab.errors import CheckFailure
+from gradlab.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILITIES, TOKEN_IDS
+from gradlab.loader import reference as reference_impl
+from gradlab.records import heatmap, table
+from gradlab.subject import call_cross_entropy, call_softmax
+from gradlab.suite import Outcome, check
+from gradlab.weights import load_reference, named_params, random_reference
+
+# |student - reference| <= TOLERANCE * (largest |reference| entry). The reference
+# is computed in float64 from the very numbers the student gets, so float32
+# students are judged by float32's own rounding, not by a second rounding.
+TOLERANCE = {"float64": 1e-9, "float32": 5e-5}
+IGNORE_INDEX = 0   # a padding id inside the vocabulary, as in most course code
+
+
+@check("reference", any_of={DIFFERENTIABLE, PROBABILITIES}, forms={"module", "function"}, order=30,
+       summary="forward output equals gradlab's reference implementation given the same weights")
+def reference(subject, rng):
+    kind = subject.kind
+    if kind.form == "module":
+        return _module(subject, rng)
+    if kind.has(LOSS):
+        return _loss(subject, rng)
+    return _softmax(subject, rng)
+
+
+# ---- module kinds -------------------------------------------------------------
+
+def _module(subject, rng):
+    kind, cfg = subject.kind, subject.cfg
+    tol = TOLERANCE[cfg.np_dtype.name]
+    ref = random_reference(kind, cfg, rng, dtype="float64")
+    module, slots = subject.fresh(rng, randomize=False)
+    ref_params = {name: value.astype(cfg.np_dtype) for name, value in named_params(ref).items()}
+    how = load_reference(subject, module, slots, ref_params)
+    x = subject.make_input(rng)
+    got = subject.forward(module, x).astype(np.float64)
+    want = ref.forward(x if kind.has(TOKEN_IDS) else x.astype(np.float64))
+    rows = [_row("output", got, want, tol)]
+    attn_note = ""
+    if kind.has(ATTN_WEIGHTS):
+        theirs = getattr(module, "attn_weights", None)
+        if isinstance(theirs, np.ndarray) and theirs.shape == ref.attn_weights.shape:
+            rows.append(_row("attn_weights", theirs.astype(np.float64), ref.attn_weights, tol))
+            a = rows[-1]
+            attn_note = ("; attn_weights match the reference, so the difference arises after the softmax "
+                         "(attn_weights @ V, merging the heads, out_weight)" if a["ok"] else
+                         f"; attn_weights already differ (worst at (batch, head, query, key) {tuple(a['worst'])}: "
+                         f"got {a['got']:.6g}, reference {a['reference']:.6g}), so look before the softmax")
+    metrics = {"max_error": rows[0]["error"], "tolerance": tol, "weights": how}
+    details = {"views": [table("per-output error (relative to the output's scale)", rows),
+                         _heatmap(got, want, rows[0])]}
+    if rows[0]["ok"]:
+        return Outcome(f"matches the reference to {rows[0]['error']:.1e} (tolerance {tol:.0e}); weights copied {how}",
+                       metrics, details)
+    r = rows[0]
+    where = _where(r["worst"], ["batch", "time", "vocab" if kind.name == "lm" else "dim"])
+    hint = _explain(kind, cfg, ref, x, got, want, r["scale"] * tol)
+    raise CheckFailure(
+        f"{kind.name}: forward output differs from gradlab's reference with the same weights: worst at {where}: "
+        f"got {r['got']:.6g}, reference {r['reference']:.6g} (|diff| {r['abs_error']:.2e}, tolerance "
+        f"{tol:.0e} x output scale {r['scale']:.3g}){attn_note}" + (f"; {hint}" if hint else ""),
+        metrics, details)
+
+
+def _row(name, got, want, tol):
+    err = np.abs(got - want)
+    scale = max(float(np.abs(want).max(initial=0.0)), 1e-12)
+    k = int(np.argmax(err))
+    worst = tuple(int(i) for i in np.unravel_index(k, err.shape)) if err.ndim else ()
+    return {"output": name, "shape": list(np.shape(want)), "error": float(err.max(initial=0.0)) / scale,
+            "tolerance": tol, "ok": bool(float(err.max(initial=0.0)) <= tol * scale), "worst": list(worst),
+            "got": float(np.ravel(got)[k]), "reference": float(np.ravel(want)[k]),
+            "abs_error": float(err.max(initial=0.0)), "scale": scale}
+
+
+def _where(index, axes):
+    return "(" + ", ".join(f"{a} {i}" for a, i in zip(axes, index)) + ")"
+
+
+def _heatmap(got, want, row):
+    """|student - reference| over (time, last axis) for the worst sample."""
+    diff = np.abs(np.asarray(got) - np.asarray(want))
+    if diff.ndim < 2:
+        return heatmap(f"|student - reference| for {row['output']}", [np.atleast_1d(diff).tolist()])
+    b = row["worst"][0] if diff.ndim == 3 else 0
+    mat = diff[b] if diff.ndim == 3 else diff.reshape(diff.shape[0], -1)
+    return heatmap(f"|student - reference| of {row['output']}, sample {b}", mat.tolist(),
+                   xlabel="output dim", ylabel="time")
+
+
+def _explain(kind, cfg, ref, x, got, want, atol):
+    """The likely cause in words, or "" when no known pattern fits."""
+    err_ref = float(np.abs(got - want).max())
+    best = None
+    for hint, variant in VARIANTS.get(kind.name, ()):
+        try:
+            with np.errstate(all="ignore"):
+                out = np.asarray(variant(ref, x if kind.has(TOKEN_IDS) else x.astype(np.float64), cfg))
+        except (ValueError, IndexError, FloatingPointError):
+            continue
+        if out.shape != got.shape:
+            continue
+        err = float(np.abs(got - out).max())
+        if best is None or err < best[0]:
+            best = (err, hint)
+    if best is not None and best[0] <= max(10 * atol, 1e-3 * err_ref):
+        return best[1]
+    hint = factor_pattern(got, want, cfg, what="your output")
+    if hint:
+        return hint
+    return position_pattern(got, want, atol) or ""
+
+
+# ---- buggy variants of the reference forwards: (hint, fn(ref, x, cfg)) -------
+
+def _attention(p, x, H, scale="dk", axis=-1, mask=True, mask_after=False, split="ok", merge="ok",
+               layout="qkv"):
+    B, T, D = x.shape
+    dk = D // H
+    qkv = x @ p["qkv_weight"] + p["qkv_bias"]                            # (B, T, 3D)
+    if layout == "qkv":
+        q, k, v = np.split(qkv, 3, axis=-1)
+    elif layout == "per_head":                                           # [q_h k_h v_h] per head
+        q, k, v = (a.reshape(B, T, D) for a in np.moveaxis(qkv.reshape(B, T, H, 3, dk), 3, 0))
+    else:                                                                # heads interleaved column by column
+        q, k, v = (a.reshape(B, T, dk, H).swapaxes(2, 3).reshape(B, T, D) for a in np.split(qkv, 3, axis=-1))
+
+    def heads(a):
+        if split == "reshape":                                           # no transpose: mixes time steps
+            return a.reshape(B, H, T, dk)
+        return a.reshape(B, T, H, dk).transpose(0, 2, 1, 3)
+
+    q, k, v = heads(q), heads(k), heads(v)
+    s = {"dk": 1 / math.sqrt(dk), "none": 1.0, "dk1": 1 / dk, "D": 1 / math.sqrt(D)}[scale]
+    scores = q @ k.transpose(0, 1, 3, 2) * s
+    causal = np.tril(np.ones((T, T), dtype=bool))
+    if mask and not mask_after:
+        scores = np.where(causal, scores, -np.inf)
+    e = np.exp(scores - scores.max(axis=axis, keepdims=True))
+    A = e / e.sum(axis=axis, keepdims=True)
+    if mask_after:
+        A = A * causal
+    A = np.nan_to_num(A)
+    ctx = A @ v                                                          # (B, H, T, dk)
+    ctx = ctx.reshape(B, T, D) if merge == "reshape" else ctx.transpose(0, 2, 1, 3).reshape(B, T, D)
+    return ctx @ p["out_weight"] + p["out_bias"]
+
+
+def _attn(**kw):
+    return lambda ref, x, cfg: _attention(ref.params, x, cfg.num_heads, **kw)
+
+
+def _layernorm(p, x, eps, axis=-1, ddof=0, eps_outside=False, swap=False):
+    mu = x.mean(axis=axis, keepdims=True)
+    var = x.var(axis=axis, ddof=ddof, keepdims=True)
+    xhat = (x - mu) / (np.sqrt(var) + eps if eps_outside else np.sqrt(var + eps))
+    g, b = (p["beta"], p["gamma"]) if swap else (p["gamma"], p["beta"])
+    return g * xhat + b
+
+
+def _ln(**kw):
+    return lambda ref, x, cfg: _layernorm(ref.params, x, cfg.eps, **kw)
+
+
+def _ffn(act):
+    def run(ref, x, cfg):
+        p = ref.params
+        h = x @ p["w1"] + p["b1"]
+        return act(h) @ p["w2"] + p["b2"]
+    return run
+
+
+def _gelu_erf(h):
+    from scipy.special import erf
+    return 0.5 * h * (1 + erf(h / math.sqrt(2)))
+
+
+def _gelu_tanh(h):
+    return 0.5 * h * (1 + np.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h ** 3)))
+
+
+def _block(order):
+    def run(ref, x, cfg):
+        attn = lambda a: ref.attn.forward(a)          # noqa: E731 (the reference children, with their weights)
+        ffn = lambda a: ref.ffn.forward(a)            # noqa: E731
+        ln1, ln2 = ref.ln1.forward, ref.ln2.forward
+        if order == "post_ln":
+            h = ln1(x + attn(x))
+            return ln2(h + ffn(h))
+        if order == "no_residual":
+            return ffn(ln2(attn(ln1(x))))
+        if order == "no_attn_residual":
+            h = attn(ln1(x))
+            return h + ffn(ln2(h))
+        if order == "no_ffn_residual":
+            return ffn(ln2(x + attn(ln1(x))))
+        if order == "normed_residual":
+            a = ln1(x)
+            h = a + attn(a)
+            b = ln2(h)
+            return b + ffn(b)
+        h = x + attn(ln1(x))                           # "same_ln": ln1 used twice
+        return h + ffn(ln1(h))
+    return run
+
+
+def _lm(change):
+    def run(ref, ids, cfg):
+        E, P = ref.params["token_embedding"], ref.params["pos_embedding"]
+        T = ids.shape[1]
+        x = E[ids] * (math.sqrt(E.shape[1]) if change == "scaled" else 1)
+        if change != "no_pos":
+            x = x + (P[1:T + 1] if change == "pos_shift" else P[:T])
+        for block in ref.blocks:
+            x = block.forward(x)
+        if change != "no_ln_f":
+            x = ref.ln_f.forward(x)
+        return x @ E.T
+    return run
+
+
+_SPLIT_HINT = ("your heads are split with a plain reshape (B, T, D) -> (B, H, T, d_k), which mixes time steps; "
+               "reshape to (B, T, H, d_k) and then transpose to (B, H, T, d_k)")
+
+VARIANTS = {
+    "attention": [
+        ("your output matches attention without the 1/sqrt(d_k) scale on the scores: multiply q @ k^T by "
+         "1/sqrt(d_k)", _attn(scale="none")),
+        ("your output matches attention with scores scaled by 1/d_k; the scale is 1/sqrt(d_k)", _attn(scale="dk1")),
+        ("your output matches attention with scores scaled by 1/sqrt(d_model); the scale is 1/sqrt(d_k), "
+         "d_k = d_model / num_heads", _attn(scale="D")),
+        ("your output matches a softmax over the query axis (axis=-2); each row of scores (one query, all keys) "
+         "must be normalised: softmax over the last axis", _attn(axis=-2)),
+        ("your output matches attention without the causal mask: position t must not see keys after t",
+         _attn(mask=False)),
+        ("your output matches a mask applied after the softmax (future weights zeroed, rows no longer sum to 1); "
+         "mask the scores with -inf before the softmax", _attn(mask_after=True)),
+        ("your heads are merged with a plain reshape (B, H, T, d_k) -> (B, T, D), which mixes time steps; "
+         "transpose to (B, T, H, d_k) first, then reshape", _attn(merge="reshape")),
+        (_SPLIT_HINT, _attn(split="reshape")),
+        (_SPLIT_HINT + "; and merged back the same way", _attn(split="reshape", merge="reshape")),
+        ("your module reads qkv_weight's columns per head ([q k v] of head 0, then head 1, ...); the reference "
+         "layout is [Q | K | V] with the heads contiguous inside each (CONTRACT §3)", _attn(layout="per_head")),
+        ("your module takes each head's columns interleaved (column j belongs to head j % H); the reference "
+         "layout has head h in columns h*d_k:(h+1)*d_k of Q, K and V", _attn(layout="interleaved")),
+    ],
+    "layernorm": [
+        ("your output matches LayerNorm over the batch axis (axis 0); normalise over the last axis "
+         "(each token's features)", _ln(axis=0)),
+        ("your output matches normalising over batch and time (axes 0, 1) like BatchNorm; LayerNorm normalises "
+         "over the last axis only", _ln(axis=(0, 1))),
+        ("your output matches normalising over time and features (axes 1, 2); LayerNorm normalises over the last "
+         "axis only", _ln(axis=(1, 2))),
+        ("your output matches the unbiased variance (ddof=1); LayerNorm divides by D (np.var's default)", _ln(ddof=1)),
+        ("your output matches (x - mean) / (std + eps); eps goes inside the square root: sqrt(var + eps)",
+         _ln(eps_outside=True)),
+        ("your output matches gamma and beta swapped: gamma scales, beta shifts", _ln(swap=True)),
+    ],
+    "ffn": [
+        ("your output matches GELU with the exact erf; the reference uses the tanh approximation "
+         "0.5 h (1 + tanh(sqrt(2/pi) (h + 0.044715 h^3))) (a mild difference, but a real one)", _ffn(_gelu_erf)),
+        ("your output matches ReLU; the reference FFN uses GELU (tanh approximation)", _ffn(lambda h: np.maximum(h, 0))),
+        ("your output matches GELU as h * sigmoid(1.702 h); the reference uses the tanh approximation",
+         _ffn(lambda h: h / (1 + np.exp(-1.702 * h)))),
+        ("your output matches an FFN without activation", _ffn(lambda h: h)),
+        ("your output matches GELU with the tanh approximation, but cfg.activation is 'relu'", _ffn(_gelu_tanh)),
+    ],
+    "positional": [
+        ("your output matches x + weight[1:T+1]: positions count from 0, add weight[:T]",
+         lambda ref, x, cfg: x + ref.params["weight"][1:x.shape[1] + 1]),
+    ],
+    "block": [
+        ("your output matches a Post-LN block (LayerNorm after each residual); the reference is Pre-LN: "
+         "x + attn(ln1(x)), then x + ffn(ln2(x))", _block("post_ln")),
+        ("your output matches a block without residual connections: add the input back after attn and after ffn",
+         _block("no_residual")),
+        ("your output matches a block without the residual around attention: h = x + attn(ln1(x))",
+         _block("no_attn_residual")),
+        ("your output matches a block without the residual around the FFN: out = h + ffn(ln2(h))",
+         _block("no_ffn_residual")),
+        ("your output matches residuals that add the normalised input ln(x) instead of x", _block("normed_residual")),
+        ("your output matches ln1 used before the FFN too; the FFN branch has its own ln2", _block("same_ln")),
+    ],
+    "lm": [
+        ("your output matches the LM without the final LayerNorm ln_f before the output projection", _lm("no_ln_f")),
+        ("your output matches the LM without the positional embedding: x = token_embedding[ids] + pos_embedding[:T]",
+         _lm("no_pos")),
+        ("your output matches token embeddings scaled by sqrt(d_model); the reference adds them unscaled",
+         _lm("scaled")),
+        ("your output matches pos_embedding[1:T+1]; positions count from 0", _lm("pos_shift")),
+    ],
+}
+
+
+# ---- softmax ------------------------------------------------------------------
+
+def _softmax(subject, rng):
+    cfg = subject.cfg
+    tol = TOLERANCE[cfg.np_dtype.name]
+    x = (2 * rng.standard_normal(subject.kind.input_shape(cfg))).astype(cfg.np_dtype)
+    got = call_softmax(subject, x).astype(np.float64)
+    want = reference_impl().get(subject.kind.name).target(x.astype(np.float64))
+    row = _row("softmax(x)", got, want, tol)
+    details = {"views": [table("per-output error", [row]), _heatmap(got, want, row)]}
+    metrics = {"max_error": row["error"], "tolerance": tol}
+    if row["ok"]:
+        return Outcome(f"matches the reference to {row['error']:.1e} (tolerance {tol:.0e})", metrics, details)
+    x64 = x.astype(np.float64)
+    variants = [
+        ("your softmax normalises over axis 0 (the batch); it must normalise over the last axis (axis=-1)",
+         lambda: _sm(x64, 0)),
+        ("your softmax normalises over axis 1; it must normalise over the last axis (axis=-1)", lambda: _sm(x64, 1)),
+        ("your softmax normalises over the whole array; each row (last axis) must sum to 1",
+         lambda: np.exp(x64) / np.exp(x64).sum()),
+        ("your softmax returns exp(x) without dividing by the row sum", lambda: np.exp(x64)),
+        ("your softmax returns log-probabilities (log_softmax)", lambda: np.log(_sm(x64, -1))),
+    ]
+    hint = _best_variant(got, variants, row["scale"] * tol, row["abs_error"]) \
+        or factor_pattern(got, want, cfg, what="your softmax") or ""
+    where = _where(row["worst"], ["batch", "time", "class"])
+    raise CheckFailure(f"softmax: output differs from the reference at {where}: got {row['got']:.6g}, reference "
+                       f"{row['reference']:.6g} (tolerance {tol:.0e})" + (f"; {hint}" if hint else ""),
+                       metrics, details)
+
+
+def _sm(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _best_variant(got, variants, atol, err_ref):
+    best = None
+    for hint, fn in variants:
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(), dtype=np.float64)
+        if out.shape != np.shape(got) or not np.isfinite(out).all():
+            continue
+        err = float(np.abs(np.asarray(got) - out).max())
+        if best is None or err < best[0]:
+            best = (err, hint)
+    if best is not None and best[0] <= max(10 * atol, 1e-3 * err_ref):
+        return best[1]
+    return None
+
+
+# ---- cross-entropy ------------------------------------------------------------
+
+def _loss(subject, rng):
+    """Loss and grad_logits, without and with ignore_index, against the reference."""
+    kind, cfg = subject.kind, subject.cfg
+    tol = TOLERANCE[cfg.np_dtype.name]
+    ref_fn = reference_impl().get(kind.name).target
+    logits = (2 * rng.standard_normal(kind.input_shape(cfg))).astype(cfg.np_dtype)
+    targets = rng.integers(1, cfg.vocab_size, size=logits.shape[:-1])
+    padded = targets.copy()
+    flat = padded.reshape(-1)
+    flat[rng.choice(flat.size, size=max(2, flat.size // 3), replace=False)] = IGNORE_INDEX
+    rows, failures = [], []
+    for ignore, tg in ((None, targets), (IGNORE_INDEX, padded)):
+        loss, grad = call_cross_entropy(subject, logits, tg, ignore)
+        want_loss, want_grad = ref_fn(logits.astype(np.float64), tg, ignore_index=ignore)
+        suffix = "" if ignore is None else f" with ignore_index={ignore}"
+        for name, got, want in ((f"loss{suffix}", np.float64(loss), np.float64(want_loss)),
+                                (f"grad_logits{suffix}", grad.astype(np.float64), want_grad)):
+            row = _row(name, got, want, tol)
+            rows.append(row)
+            if not row["ok"]:
+                failures.append((row, ignore, tg, loss, grad))
+    metrics = {"max_error": max(r["error"] for r in rows), "tolerance": tol}
+    grad_rows = [r for r in rows if r["output"].startswith("grad")]
+    worst_grad = max(grad_rows, key=lambda r: r["error"])
+    details = {"views": [table("per-output error (relative to each output's scale)", rows),
+                         _heatmap_ce(subject, logits, failures, worst_grad)]}
+    if not failures:
+        return Outcome(f"loss and grad_logits match the reference, with and without ignore_index "
+                       f"(max error {metrics['max_error']:.1e}, tolerance {tol:.0e})", metrics, details)
+    row, ignore, tg, loss, grad = failures[0]
+    x64 = logits.astype(np.float64)
+    hint = _ce_hint(row, x64, tg, ignore, np.float64(loss), grad.astype(np.float64), cfg)
+    if row["output"].startswith("loss"):
+        what = f"{row['output']} is {row['got']:.8g}, reference {row['reference']:.8g}"
+    else:
+        what = (f"{row['output']} differs at {_where(row['worst'], ['batch', 'time', 'class'])}: got "
+                f"{row['got']:.6g}, reference {row['reference']:.6g}")
+    others = [r["output"] for r, *_ in failures[1:]]
+    raise CheckFailure(f"cross_entropy: {what} (tolerance {tol:.0e})" + (f"; {hint}" if hint else "")
+                       + (f"; also wrong: {', '.join(others)}" if others else ""), metrics, details)
+
+
+def _heatmap_ce(subject, logits, failures, worst_grad):
+    for row, ignore, tg, loss, grad in failures:
+        if row["output"].startswith("grad"):
+            want = reference_impl().get(subject.kind.name).target(logits.astype(np.float64), tg, ignore_index=ignore)[1]
+            return _heatmap(grad.astype(np.float64), want, row)
+    return heatmap("|student - reference| of grad_logits", [[0.0]])
+
+
+def _ce_variants(logits, targets, ignore):
+    """(hint, (loss, grad)) of known cross-entropy mistakes."""
+    V = logits.shape[-1]
+    z = logits.reshape(-1, V)
+    t = np.asarray(targets).reshape(-1)
+    keep = np.ones(t.shape, bool) if ignore is None else t != ignore
+    N, n = t.size, max(int(keep.sum()), 1)
+    logp = z - z.max(-1, keepdims=True)
+    logp = logp - np.log(np.exp(logp).sum(-1, keepdims=True))
+    tt = np.where(keep, t, 0)
+    nll = -logp[np.arange(N), tt]
+    p = np.exp(logp)
+    onehot = np.zeros_like(p)
+    onehot[np.arange(N), tt] = 1
+    g_all = p - onehot
+    g_keep = g_all * keep[:, None]
+    shape = logits.shape
+    mean_loss = (nll * keep).sum() / n
+    out = [
+        ("the loss is summed over positions instead of averaged: divide by the number of targets",
+         ((nll * keep).sum(), (g_keep / n).reshape(shape))),
+        ("grad_logits is not divided by the number of targets (the loss is a mean, so its gradient is "
+         "(softmax - one_hot) / N)", (mean_loss, g_keep.reshape(shape))),
+        ("the loss is summed and grad_logits not divided: both should be averaged over the targets",
+         ((nll * keep).sum(), g_keep.reshape(shape))),
+    ]
+    if ignore is not None:
+        out += [
+            ("ignored positions are counted in the mean: divide by the number of targets that are not "
+             "ignore_index", ((nll * keep).sum() / N, (g_keep / N).reshape(shape))),
+            ("ignore_index is not applied: positions whose target is ignore_index must add nothing to the loss "
+             "and get a zero gradient", (nll.mean(), (g_all / N).reshape(shape))),
+            ("ignored positions still get a gradient: zero the rows of grad_logits whose target is ignore_index",
+             (mean_loss, (g_all / n).reshape(shape))),
+        ]
+    return out
+
+
+def _ce_hint(row, logits, targets, ignore, loss, grad, cfg):
+    got_loss, got_grad = float(loss), grad
+    best = None
+    for hint, (vl, vg) in _ce_variants(logits, targets, ignore):
+        key = "loss" if row["output"].startswith("loss") else "grad"
+        err = abs(got_loss - vl) / max(abs(vl), 1e-12) if key == "loss" \
+            else float(np.abs(got_grad - vg).max()) / max(float(np.abs(vg).max()), 1e-12)
+        if best is None or err < best[0]:
+            best = (err, hint)
+    if best is not None and best[0] <= max(10 * row["tolerance"], 1e-3 * row["error"]):
+        return best[1]
+    if row["output"].startswith("loss"):
+        return factor_pattern(np.float64(row["got"]), np.float64(row["reference"]), cfg, what="your loss")
+    return None
