@@ -4,6 +4,7 @@ becomes a one-line UsageError that says what to fix."""
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import os
 import pkgutil
 import sys
@@ -42,7 +43,7 @@ def load(impl):
     if callable(impl):
         regs = list(getattr(impl, "__gradlab__", ()))
         name = getattr(impl, "__qualname__", repr(impl))
-        return Implementation(name, _index(regs, name) if regs else {}, ())
+        return Implementation(name, _index(regs, name) if regs else {}, _source_file(impl))
     if not isinstance(impl, (str, os.PathLike)):
         raise UsageError(f"impl must be a file path, a module name or a registered function, not {type(impl).__name__}")
     text = os.fspath(impl)
@@ -120,6 +121,15 @@ def _load_module_name(name):
         raise UsageError(f"module {name} registers nothing; decorate its factory with @gradlab.register(KIND)")
     files = (getattr(module, "__file__", None),)
     return Implementation(name, _index(regs, name), tuple(f for f in files if f))
+
+
+def _source_file(fn):
+    """(file,) where a callable impl is defined, so errors point at its lines
+    rather than at the innermost library frame; () when unknown."""
+    try:
+        return (os.path.abspath(inspect.getsourcefile(fn)),)
+    except TypeError:
+        return ()
 
 
 def _tagged(module):
