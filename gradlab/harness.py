@@ -96,7 +96,8 @@ def student_frame(exc, files=()):
         path = os.path.abspath(fr.filename)
         if wanted and path in wanted:
             chosen = fr
-        elif not wanted and not path.startswith(_GRADLAB_DIR) and "/numpy/" not in path and "<frozen" not in path:
+        elif (not wanted and not path.startswith(_GRADLAB_DIR) and "/numpy/" not in path
+              and not fr.filename.startswith("<")):   # generated code: <frozen ...>, <string>
             chosen = fr
     if chosen is None:
         return None
