@@ -1,0 +1,106 @@
+"""The read-only cfg (CONTRACT §1): the fields it promises, overrides with
+errors that name the field, and each kind's own defaults."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+import gradlab
+from gradlab.config import Config, make_config
+from gradlab.errors import UsageError
+from gradlab.runner import config_for
+
+PROMISED = ("batch_size seq_len d_model num_heads d_ff vocab_size max_len n_layers eps seed dtype "
+            "lr beta1 beta2 weight_decay momentum max_norm warmup_steps").split()
+
+
+def test_cfg_has_every_promised_field_with_small_defaults():
+    cfg = Config()
+    for name in PROMISED:
+        assert hasattr(cfg, name), name
+    assert cfg.batch_size >= 2 and cfg.num_heads >= 2 and 1 < cfg.seq_len < cfg.max_len
+    assert cfg.d_model <= 16 and cfg.d_model % cfg.num_heads == 0 and cfg.d_ff != cfg.d_model
+
+
+def test_cfg_is_read_only():
+    cfg = Config()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.d_model = 64
+    assert cfg["d_model"] == cfg.d_model == cfg.get("d_model")   # dict-style reads work
+    assert cfg.get("no_such_field", 7) == 7
+
+
+def test_a_build_that_writes_cfg_gets_an_error_naming_its_line():
+    def build(cfg):
+        cfg.d_model = 64
+        return None
+
+    result = gradlab.check("layernorm", impl=build, checks=["smoke"], seed=0)
+    record = result["smoke"]
+    assert record.status == "error"
+    assert "build(cfg) raised FrozenInstanceError at test_config.py:" in record.message
+
+
+def test_overrides_reach_the_module():
+    seen = []
+
+    def build(cfg):
+        seen.append((cfg.d_model, cfg.seq_len, cfg.dtype))
+        return gradlab.loader.reference().get("layernorm").target(cfg)
+
+    result = gradlab.check("layernorm", impl=build, checks=["smoke"], seed=3, d_model=6, seq_len=3,
+                           dtype="float32")
+    assert result.passed
+    assert set(seen) == {(6, 3, "float32")}
+    assert result.config["d_model"] == 6 and result.config["seed"] == 3
+
+
+def test_text_overrides_are_parsed_to_the_field_type():
+    cfg = make_config(d_model="16", eps="1e-6", dtype="float32", n_layers="3.0")
+    assert (cfg.d_model, cfg.eps, cfg.dtype, cfg.n_layers) == (16, 1e-6, "float32", 3)
+    assert make_config(dtype=np.float32).dtype == "float32"
+
+
+@pytest.mark.parametrize("overrides, words", [
+    ({"d_model": "abc"}, "--set d_model=abc: d_model takes int values, e.g. --set d_model=12"),
+    ({"d_model": "12.5"}, "d_model takes int values"),
+    ({"eps": "small"}, "eps takes float values"),
+    ({"dmodel": 8}, "unknown config field 'dmodel'; did you mean 'd_model'?"),
+    ({"extra": 1}, "unknown config field 'extra'"),
+    ({"d_model": 7}, "d_model=7 is not divisible by num_heads=2"),
+    ({"d_model": 0}, "d_model=0 must be at least 1"),
+    ({"seq_len": 20}, r"seq_len=20 is larger than max_len=8; raise max_len too \(--set max_len=20\)"),
+    ({"dtype": "int32"}, "dtype='int32' is not a floating type; use float32 or float64"),
+    ({"dtype": "float16"}, "dtype='float16' is not supported; use float32 or float64"),
+    ({"dtype": "fp32"}, "dtype='fp32' is not a NumPy dtype"),
+    ({"eps": -1}, "eps=-1 must be positive"),
+    ({"lr": 0}, "lr=0 must be positive"),
+], ids=lambda v: str(v) if isinstance(v, dict) else None)
+def test_bad_overrides_say_what_to_fix(overrides, words):
+    with pytest.raises(UsageError, match=words):
+        make_config(**overrides)
+
+
+def test_each_kind_has_its_own_defaults():
+    assert config_for("adam").eps == 1e-8          # Adam's eps
+    assert config_for("adamw").eps == 1e-8
+    assert config_for("layernorm").eps == 1e-5     # LayerNorm's eps
+    assert config_for("block").eps == 1e-5
+    assert config_for("sgd").lr == 0.1 and config_for("adam").weight_decay == 0.0
+    assert config_for("adamw").weight_decay > 0    # AdamW's decay must be exercised
+
+
+def test_user_overrides_beat_kind_defaults_and_seed_is_recorded():
+    cfg = config_for("adam", seed=5, eps=1e-6, lr="0.5")
+    assert (cfg.eps, cfg.lr, cfg.seed) == (1e-6, 0.5, 5)
+
+
+def test_the_optimizer_gets_its_eps():
+    seen = []
+
+    def build(cfg):
+        seen.append(cfg.eps)
+        return gradlab.loader.reference().get("adam").target(cfg)
+
+    gradlab.check("adam", impl=build, checks=["smoke"], seed=0)
+    assert seen and set(seen) == {1e-8}
