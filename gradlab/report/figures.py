@@ -78,7 +78,6 @@ def heatmap_png(view):
     fig = Figure(figsize=(width, height), dpi=DPI)
     ax = fig.add_subplot()
     cmap = _cmap("viridis")
-    cmap.set_bad(MASKED)
     image = ax.imshow(shown, cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     if view.get("mask_upper"):
@@ -119,7 +118,7 @@ def curve_png(view):
 
 def _cmap(name):
     from matplotlib import colormaps
-    return colormaps[name].copy()
+    return colormaps[name].with_extremes(bad=MASKED)
 
 
 def _integer_ticks(ax, rows, cols):
