@@ -5,7 +5,11 @@ raised inside a check; 2 the command could not run (the message says what to fix
 """
 import argparse
 import json
+import os
+import shlex
+import shutil
 import sys
+import time
 
 from . import harness
 from .errors import UsageError
@@ -15,6 +19,7 @@ examples:
   gradlab check attention                          check gradlab's own reference attention
   gradlab check attention --impl my_attention.py   check your module
   gradlab check all --impl my_modules.py --json result.json
+  gradlab check attention --impl my_attention.py --report    writes reports/attention.html
   gradlab check ffn --impl my_ffn.py --checks gradient --set d_model=64 --seed 7 -v
   gradlab list                                     kinds, and the checks that apply to each
 
@@ -43,6 +48,8 @@ def build_parser():
     c.add_argument("--timeout", type=float, default=harness.DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"limit for one call into your code (default {harness.DEFAULT_TIMEOUT:g})")
     c.add_argument("--json", metavar="PATH", help="write the result as JSON to PATH")
+    c.add_argument("--report", nargs="?", const=True, metavar="PATH",
+                   help="write a self-contained HTML report (default: reports/KIND.html, reports/all.html)")
     c.add_argument("-v", "--verbose", action="store_true", help="details of every check; tracebacks on errors")
 
     sub.add_parser("list", help="the kinds, and which checks apply to each")
@@ -85,9 +92,18 @@ def parse_overrides(pairs, dtype):
 def cmd_check(args):
     from .runner import check
     overrides = parse_overrides(args.overrides, args.dtype)
-    result = check(args.kind, impl=args.impl, checks=args.checks, seed=args.seed, timeout=args.timeout,
-                   on_record=lambda kind_result, record: print_record(kind_result, record, args.verbose),
-                   **overrides)
+    progress = Progress(sys.stdout, args.checks)
+
+    def on_record(kind_result, record):
+        progress.clear()
+        print_record(kind_result, record, args.verbose)
+        progress.update(kind_result)
+
+    try:
+        result = check(args.kind, impl=args.impl, checks=args.checks, seed=args.seed, timeout=args.timeout,
+                       on_record=on_record, **overrides)
+    finally:
+        progress.clear()
     kind_results = getattr(result, "results", [result])
     for r in kind_results:
         n = r.counts()
@@ -96,9 +112,73 @@ def cmd_check(args):
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result.to_dict(), fh, indent=2)
+    if args.report:
+        from .report import write_report   # jinja2 and matplotlib: only when a report is asked for
+        path = args.report if isinstance(args.report, str) else os.path.join("reports", f"{args.kind}.html")
+        write_report(result, path, replay=replay_command(args, kind_results[0].seed))
+        print(f"report: {path}")
     if not result.passed:
         print(f"replay with: --seed {kind_results[0].seed}")
     return 0 if result.passed else 1
+
+
+def replay_command(args, seed):
+    words = ["gradlab", "check", args.kind]
+    if args.impl:
+        words += ["--impl", args.impl]
+    if args.checks:
+        words += ["--checks", args.checks]
+    for pair in args.overrides:
+        words += ["--set", pair]
+    if args.dtype:
+        words += ["--dtype", args.dtype]
+    return shlex.join(words + ["--seed", str(seed)])
+
+
+class Progress:
+    """One status line under the results while checks run ("[12 done, 1.4 s]
+    running attention::gradient (3/8)"), rewritten in place. Only on a
+    terminal, and only once the run has taken DELAY seconds: short runs and
+    output to files or pipes look exactly as without it."""
+    DELAY = 0.5
+
+    def __init__(self, stream, checks=None):
+        self.stream = stream
+        self.enabled = bool(getattr(stream, "isatty", lambda: False)())
+        self.checks = checks
+        self.start = time.monotonic()
+        self.done = 0
+        self.shown = False
+
+    def update(self, kind_result):
+        self.done += 1
+        elapsed = time.monotonic() - self.start
+        if not self.enabled or elapsed < self.DELAY:
+            return
+        names = self._planned(kind_result.kind)
+        position = len(kind_result.checks)
+        doing = (f"running {kind_result.kind}::{names[position]} ({position + 1}/{len(names)})"
+                 if position < len(names) else f"{kind_result.kind} done")
+        width = shutil.get_terminal_size((80, 20)).columns
+        self.stream.write("\r\x1b[K" + f"[{self.done} done, {elapsed:.1f} s] {doing}"[:max(width - 1, 10)])
+        self.stream.flush()
+        self.shown = True
+
+    def clear(self):
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+    def _planned(self, kind):
+        """The checks the runner will run for `kind`, in its order (smoke first)."""
+        from .kinds import get_kind
+        from .suite import applicable, resolve
+        names = [c.name for c in applicable(get_kind(kind))]
+        if self.checks:   # as the runner does: the precondition, then the checks asked for
+            wanted = [c.name for c in resolve([n.strip() for n in self.checks.split(",") if n.strip()])]
+            names = [n for n in names[:1] if n == "smoke" and n not in wanted] + wanted
+        return names
 
 
 def print_record(kind_result, record, verbose):
