@@ -1,0 +1,366 @@
+"""`trajectory`: optimizers, gradient clipping and the learning-rate schedule
+compared with gradlab's reference (PyTorch's semantics) over several steps.
+
+One step of a wrong Adam can look right: counting t per parameter is only
+wrong from the second parameter on, a missing bias correction only shows as
+the steps go by, eps inside the square root only where gradients are tiny.
+So: several parameters of different shapes, gradients spanning five orders of
+magnitude, several steps. When the student's numbers are off, known buggy
+variants are run on the same numbers, and one that reproduces them names
+the cause.
+"""
+import math
+
+import numpy as np
+
+from gradlab.errors import CheckFailure, StudentError
+from gradlab.kinds import TRAJECTORY
+from gradlab.loader import reference as reference_impl
+from gradlab.records import curve, table
+from gradlab.subject import call_scalar
+from gradlab.suite import Outcome, check
+
+STEPS = 6
+# Per parameter: |student - reference| <= TOLERANCE * max(1, largest |reference| entry).
+TOLERANCE = {"float64": 1e-10, "float32": 1e-6}
+# Clipping: the "+ 1e-6" in max_norm / (total_norm + 1e-6) only guards against
+# a zero norm; leaving it out changes the result by ~1e-7 and is not a bug.
+CLIP_TOLERANCE = {"float64": 1e-5, "float32": 1e-5}
+# Parameters in this order on purpose: a momentum buffer shared between
+# parameters broadcasts (3,) into (4, 3) without an error on the first step,
+# so the wrong numbers are seen before any shape error.
+SHAPES = {"bias": (3,), "w1": (4, 3), "w2": (4, 3)}
+
+
+@check("trajectory", needs={TRAJECTORY}, order=40,
+       summary="optimizer / clipping / schedule values match the reference (PyTorch semantics) over several steps")
+def trajectory(subject, rng):
+    kind = subject.kind
+    if kind.form == "optimizer":
+        return _optimizer(subject, rng)
+    # The one place a check looks at a kind's name: these two function kinds
+    # share the TRAJECTORY tag but not a calling convention.
+    if kind.name == "schedule":
+        return _schedule(subject)
+    return _clip(subject, rng)
+
+
+# ---- optimizers -------------------------------------------------------------------
+
+def _problem(cfg, rng):
+    dtype = cfg.np_dtype
+    params = {n: rng.standard_normal(s).astype(dtype) for n, s in SHAPES.items()}
+    # magnitudes from 1e-5 to 1: eps inside the sqrt only shows where v_hat is ~ eps
+    grads = [{n: (rng.standard_normal(s) * 10.0 ** rng.uniform(-5, 0, size=s)).astype(dtype)
+              for n, s in SHAPES.items()} for _ in range(STEPS)]
+    return params, grads
+
+
+def run_optimizer(optimizer, params0, grads_seq, step=None):
+    """Params after each step: [{name: array}], and the exception that stopped it (or None)."""
+    params = {n: np.array(p, dtype=np.float64) for n, p in params0.items()}
+    out = []
+    for grads in grads_seq:
+        try:
+            (step or (lambda o, p, g: o.step(p, g)))(optimizer, params, {n: np.array(g, dtype=np.float64)
+                                                                      for n, g in grads.items()})
+        except Exception as e:      # a buggy variant may break on shapes, as the student's code would
+            return out, e
+        out.append({n: p.copy() for n, p in params.items()})
+    return out, None
+
+
+def _optimizer(subject, rng):
+    kind, cfg = subject.kind, subject.cfg
+    tol = TOLERANCE[cfg.np_dtype.name]
+    params0, grads_seq = _problem(cfg, rng)
+    ref_opt = reference_impl().get(kind.name).target(cfg)
+    want, _ = run_optimizer(ref_opt, params0, grads_seq)
+
+    optimizer = subject.build()
+    params = {n: p.copy() for n, p in params0.items()}
+    arrays = dict(params)                     # the caller's own arrays: step must update these
+    got, crash = [], None
+    for k, grads in enumerate(grads_seq):
+        try:
+            subject.step(optimizer, params, {n: g.copy() for n, g in grads.items()})
+        except StudentError as e:
+            crash = e
+            break
+        rebound = [n for n in arrays if params.get(n) is not arrays[n]]
+        if rebound:
+            raise CheckFailure(f"{kind.name}: step {k + 1} replaced params[{rebound[0]!r}] with a new array instead "
+                               "of updating it in place: write p -= ... (or p[...] = ...), not params[name] = ...",
+                               {"step": k + 1, "parameter": rebound[0]})
+        got.append({n: a.astype(np.float64) for n, a in arrays.items()})
+
+    errors = [{n: _rel_err(g[n], w[n]) for n in SHAPES} for g, w in zip(got, want)]
+    series = {n: [e[n][0] for e in errors] for n in SHAPES}
+    rows = [{"step": k + 1, **{n: e[n][0] for n in SHAPES}} for k, e in enumerate(errors)]
+    details = {"views": [curve("max |student - reference| per step (relative to the parameter's scale)", series,
+                               ylabel="relative error"), table("error per step and parameter", rows)]}
+    first_bad = next(((k, n) for k, e in enumerate(errors) for n in SHAPES if e[n][0] > tol), None)
+    metrics = {"steps": len(got), "max_error": max((v[0] for e in errors for v in e.values()), default=0.0),
+               "tolerance": tol}
+    if first_bad is None:
+        if crash is not None:
+            raise crash
+        return Outcome(f"{STEPS} steps on {len(SHAPES)} parameters match the reference (max error "
+                       f"{metrics['max_error']:.1e}, tolerance {tol:.0e})", metrics, details)
+    k, name = first_bad
+    err, index = errors[k][name]
+    g, w = got[k][name][index], want[k][name][index]
+    hint = _optimizer_hint(kind.name, cfg, params0, grads_seq, got, want, tol)
+    metrics.update({"step": k + 1, "parameter": name})
+    raise CheckFailure(
+        f"{kind.name}: after step {k + 1}, parameter {name!r} {SHAPES[name]} differs from the reference (PyTorch "
+        f"semantics) at index {index}: got {g:.10g}, reference {w:.10g} (error {err:.1e} of its scale, tolerance "
+        f"{tol:.0e})" + (f"; likely cause: {hint}" if hint else "")
+        + ("" if crash is None else f"; later, step {len(got) + 1} raised: {crash}"), metrics, details)
+
+
+def _rel_err(got, want):
+    """(error relative to the parameter's scale, index of the worst element)."""
+    err = np.abs(np.asarray(got, dtype=np.float64) - want)
+    k = np.unravel_index(int(np.argmax(err)), err.shape)
+    return float(err[k]) / max(1.0, float(np.abs(want).max())), tuple(int(i) for i in k)
+
+
+def _optimizer_hint(kind_name, cfg, params0, grads_seq, got, want, tol):
+    err_ref = max(_rel_err(g[n], w[n])[0] for g, w in zip(got, want) for n in SHAPES)
+    best = None
+    for hint, make in OPTIMIZER_VARIANTS.get(kind_name, ()):
+        traj, _ = run_optimizer(make(cfg), params0, grads_seq)
+        steps = min(len(traj), len(got))
+        if steps == 0:
+            continue
+        err = max(_rel_err(got[k][n], traj[k][n])[0] for k in range(steps) for n in SHAPES)
+        if best is None or err < best[0]:
+            best = (err, hint)
+    if best is not None and best[0] <= max(10 * tol, 1e-3 * err_ref):
+        return best[1]
+    return None
+
+
+class _Adam:
+    """Adam/AdamW with switches for the known mistakes (all off: PyTorch)."""
+
+    def __init__(self, cfg, decay, t_per_param=False, correct_m=True, correct_v=True, eps_inside=False,
+                 shared=False):
+        self.lr, self.b1, self.b2, self.eps, self.wd = cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay
+        self.decay, self.t_per_param, self.shared = decay, t_per_param, shared
+        self.correct_m, self.correct_v, self.eps_inside = correct_m, correct_v, eps_inside
+        self.t, self.m, self.v = 0, {}, {}
+
+    def step(self, params, grads):
+        if not self.t_per_param:
+            self.t += 1
+        for name, p in params.items():
+            if self.t_per_param:
+                self.t += 1
+            g = grads[name]
+            if self.wd > 0:
+                if self.decay == "before":
+                    p *= 1 - self.lr * self.wd
+                elif self.decay == "coupled":
+                    g = g + self.wd * p
+                elif self.decay == "no_lr":
+                    p *= 1 - self.wd
+            key = "all" if self.shared else name
+            m = self.m[key] = self.b1 * self.m.get(key, 0) + (1 - self.b1) * g
+            v = self.v[key] = self.b2 * self.v.get(key, 0) + (1 - self.b2) * g * g
+            m_hat = m / (1 - self.b1 ** self.t) if self.correct_m else m
+            v_hat = v / (1 - self.b2 ** self.t) if self.correct_v else v
+            denom = np.sqrt(v_hat + self.eps) if self.eps_inside else np.sqrt(v_hat) + self.eps
+            p -= self.lr * m_hat / denom
+            if self.wd > 0 and self.decay == "after":
+                p *= 1 - self.lr * self.wd
+
+
+class _SGD:
+    def __init__(self, cfg, momentum=True, shared=False, dampening=False, nesterov=False):
+        self.lr, self.mu, self.wd = cfg.lr, cfg.momentum, cfg.weight_decay
+        self.momentum, self.shared, self.dampening, self.nesterov = momentum, shared, dampening, nesterov
+        self.buf = {}
+
+    def step(self, params, grads):
+        for name, p in params.items():
+            g = grads[name]
+            if self.wd > 0:
+                g = g + self.wd * p
+            if self.momentum and self.mu > 0:
+                key = "all" if self.shared else name
+                if key not in self.buf:
+                    self.buf[key] = g.copy()
+                else:
+                    self.buf[key] = self.mu * self.buf[key] + ((1 - self.mu) * g if self.dampening else g)
+                g = g + self.mu * self.buf[key] if self.nesterov else self.buf[key]
+            p -= self.lr * g
+
+
+_T_HINT = ("t is counted per parameter (t += 1 inside the loop over parameters), so from the second parameter on "
+           "the bias correction uses the wrong t; increment t once per step() call")
+_ADAM_COMMON = [
+    (_T_HINT, dict(t_per_param=True)),
+    ("no bias correction: divide m by (1 - beta1**t) and v by (1 - beta2**t)", dict(correct_m=False, correct_v=False)),
+    ("only v is bias-corrected: m_hat = m / (1 - beta1**t) is missing", dict(correct_m=False)),
+    ("only m is bias-corrected: v_hat = v / (1 - beta2**t) is missing", dict(correct_v=False)),
+    ("eps is inside the square root: the update is m_hat / (sqrt(v_hat) + eps), not m_hat / sqrt(v_hat + eps)",
+     dict(eps_inside=True)),
+    ("one m and v shared by all parameters: keep the moment estimates per parameter (e.g. a dict keyed by name)",
+     dict(shared=True)),
+]
+
+OPTIMIZER_VARIANTS = {
+    "adam": [(h, (lambda kw: lambda cfg: _Adam(cfg, "coupled", **kw))(kw)) for h, kw in _ADAM_COMMON] + [
+        ("weight decay is decoupled (AdamW style); torch.optim.Adam adds weight_decay * theta to the gradient",
+         lambda cfg: _Adam(cfg, "before")),
+        ("weight_decay is ignored; torch.optim.Adam adds weight_decay * theta to the gradient",
+         lambda cfg: _Adam(cfg, "none")),
+    ],
+    "adamw": [(h, (lambda kw: lambda cfg: _Adam(cfg, "before", **kw))(kw)) for h, kw in _ADAM_COMMON] + [
+        ("the weights are decayed after the Adam update; AdamW decays first: theta *= 1 - lr * weight_decay, "
+         "then the update", lambda cfg: _Adam(cfg, "after")),
+        ("weight decay is coupled into the gradient (g += weight_decay * theta, plain Adam with L2); AdamW decays "
+         "the weights directly: theta *= 1 - lr * weight_decay", lambda cfg: _Adam(cfg, "coupled")),
+        ("the decay is not multiplied by lr: theta *= 1 - lr * weight_decay, not 1 - weight_decay",
+         lambda cfg: _Adam(cfg, "no_lr")),
+        ("no weight decay is applied: AdamW decays theta *= 1 - lr * weight_decay before the update",
+         lambda cfg: _Adam(cfg, "none")),
+    ],
+    "sgd": [
+        ("the momentum buffer is missing: buf = momentum * buf + g, then p -= lr * buf",
+         lambda cfg: _SGD(cfg, momentum=False)),
+        ("one momentum buffer is shared by all parameters: keep a buffer per parameter (e.g. a dict keyed by name)",
+         lambda cfg: _SGD(cfg, shared=True)),
+        ("the momentum buffer is damped (buf = momentum * buf + (1 - momentum) * g); PyTorch adds g undamped",
+         lambda cfg: _SGD(cfg, dampening=True)),
+        ("this is Nesterov momentum; PyTorch's default SGD uses p -= lr * buf", lambda cfg: _SGD(cfg, nesterov=True)),
+    ],
+}
+
+
+# ---- gradient clipping --------------------------------------------------------------
+
+CLIP_SHAPES = [(3,), (4, 3), (2, 2, 2)]
+CLIP_NORMS = [3.0, 0.5, 10.0, 0.9, 1.5, 0.2]    # total norms, in units of max_norm: above and below 1
+
+
+def _clip(subject, rng):
+    cfg = subject.cfg
+    tol = CLIP_TOLERANCE[cfg.np_dtype.name]
+    ref = reference_impl().get(subject.kind.name).target
+    rows, series = [], {"returned": [], "reference": []}
+    for k, factor in enumerate(CLIP_NORMS):
+        grads = [rng.standard_normal(s) for s in CLIP_SHAPES]
+        norm = math.sqrt(sum(float((g * g).sum()) for g in grads))
+        grads = [(g * factor * cfg.max_norm / norm).astype(cfg.np_dtype) for g in grads]
+        theirs = [g.copy() for g in grads]
+        ours = [g.astype(np.float64) for g in grads]
+        returned = call_scalar(subject, "clip_grad_norm(grads, max_norm)", theirs, cfg.max_norm)
+        expected = ref(ours, cfg.max_norm)
+        series["returned"].append(returned)
+        series["reference"].append(expected)
+        r_err = abs(returned - expected) / max(abs(expected), 1e-12)
+        a_errs = [float(np.abs(t - o).max()) / max(float(np.abs(o).max()), 1e-12) for t, o in zip(theirs, ours)]
+        worst = int(np.argmax(a_errs))
+        rows.append({"call": k + 1, "norm before": expected, "returned": returned, "return error": r_err,
+                     "grads error": a_errs[worst]})
+        if r_err <= tol and a_errs[worst] <= tol:
+            continue
+        details = {"views": [table("clip_grad_norm calls", rows),
+                             curve("returned norm vs reference", series, xlabel="call")]}
+        metrics = {"call": k + 1, "total_norm": expected, "max_norm": cfg.max_norm}
+        hint = _clip_hint(grads, cfg.max_norm, returned, theirs, tol)
+        clipped = expected > cfg.max_norm
+        situation = (f"grads of total norm {expected:.6g} {'>' if clipped else '<='} max_norm {cfg.max_norm:g}, "
+                     + ("so they must be scaled by max_norm / (total_norm + 1e-6)" if clipped
+                        else "so they must be left unchanged"))
+        if r_err > tol:
+            what = f"returned {returned:.8g}, expected the norm before clipping {expected:.8g}"
+        else:
+            idx = tuple(int(i) for i in np.unravel_index(
+                int(np.argmax(np.abs(theirs[worst] - ours[worst]))), ours[worst].shape))
+            what = (f"grads[{worst}] at index {idx} is {float(theirs[worst][idx]):.8g} after the call, expected "
+                    f"{float(ours[worst][idx]):.8g}")
+        raise CheckFailure(f"clip_grad_norm: call {k + 1} ({situation}): {what}"
+                           + (f"; likely cause: {hint}" if hint else ""), metrics, details)
+    details = {"views": [table("clip_grad_norm calls", rows),
+                         curve("returned norm vs reference", series, xlabel="call")]}
+    return Outcome(f"{len(CLIP_NORMS)} calls (norms above and below max_norm) match: global norm returned before "
+                   "clipping, grads scaled in place", {"calls": len(CLIP_NORMS)}, details)
+
+
+def _clip_hint(grads, max_norm, returned, theirs, tol):
+    g64 = [g.astype(np.float64) for g in grads]
+    norm = math.sqrt(sum(float((g * g).sum()) for g in g64))
+    scale = max_norm / (norm + 1e-6)
+    per_tensor = [g * min(1.0, max_norm / (np.linalg.norm(g) + 1e-6)) for g in g64]
+    variants = [
+        ("the grads are not changed in place (a new list or new arrays are made, e.g. g = g * scale, and the "
+         "caller's arrays stay as they were): scale them in place with g *= scale", None, g64),
+        ("it returns the norm after clipping; return the total norm measured before clipping", min(norm, max_norm),
+         None),
+        ("each array is clipped by its own norm; clip_grad_norm uses one global norm over all arrays", None,
+         per_tensor),
+        ("the grads are scaled even when their norm is below max_norm (scaled up); scale only when "
+         "max_norm / (total_norm + 1e-6) < 1", None, [g * scale for g in g64]),
+        ("it returns the squared norm; take the square root", norm * norm, None),
+        ("it returns the clipping factor; return the total norm", min(1.0, scale), None),
+    ]
+    for hint, value, arrays in variants:
+        if value is not None and abs(returned - value) <= tol * max(abs(value), 1e-12):
+            return hint
+        if arrays is not None and all(float(np.abs(t - a).max()) <= tol * max(float(np.abs(a).max()), 1e-12)
+                                      for t, a in zip(theirs, arrays)):
+            return hint
+    return None
+
+
+# ---- learning-rate schedule -----------------------------------------------------------
+
+def _schedule(subject):
+    cfg = subject.cfg
+    ref = reference_impl().get(subject.kind.name).target
+    D, W = cfg.d_model, cfg.warmup_steps
+    steps = list(range(1, 3 * W + 1)) + [10 * W, 100 * W]
+    got = [call_scalar(subject, f"schedule({s}, {D}, {W})", s, D, W) for s in steps]
+    want = [ref(s, D, W) for s in steps]
+    errs = [abs(g - w) / abs(w) for g, w in zip(got, want)]
+    rows = [{"step": s, "lr": g, "reference": w, "error": e} for s, g, w, e in zip(steps, got, want, errs)]
+    details = {"views": [curve("learning rate per step", {"yours": got, "reference": want}),
+                         table("schedule values", rows)]}
+    tol = 1e-9
+    bad = [i for i, e in enumerate(errs) if e > tol]
+    if not bad:
+        return Outcome(f"{len(steps)} steps (warmup and decay) match the reference", {"steps": len(steps)}, details)
+    i = bad[0]
+    hint = _schedule_hint(steps, got, D, W)
+    raise CheckFailure(
+        f"schedule: step {steps[i]} (d_model={D}, warmup_steps={W}) gives lr {got[i]:.8g}, reference {want[i]:.8g} "
+        f"(d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5), steps counted from 1)"
+        + (f"; likely cause: {hint}" if hint else f"; wrong at {len(bad)} of {len(steps)} steps"),
+        {"step": steps[i], "lr": got[i], "reference": want[i]}, details)
+
+
+def _noam(s, D, W, a=-0.5, b=-1.5, fn=min, dpow=-0.5):
+    return D ** dpow * fn(s ** a, s * W ** b)
+
+
+def _schedule_hint(steps, got, D, W):
+    variants = [
+        ("steps are counted from 0 (the value of step + 1 is returned): the first call is step=1",
+         lambda s: _noam(s + 1, D, W)),
+        ("the step is off by one the other way (step - 1)", lambda s: _noam(s - 1, D, W) if s > 1 else None),
+        ("the warmup term uses warmup_steps**-0.5; it is step * warmup_steps**-1.5", lambda s: _noam(s, D, W, b=-0.5)),
+        ("max instead of min of step**-0.5 and step * warmup_steps**-1.5", lambda s: _noam(s, D, W, fn=max)),
+        ("the d_model**-0.5 factor is missing", lambda s: _noam(s, D, W, dpow=0)),
+        ("d_model**0.5 instead of d_model**-0.5", lambda s: _noam(s, D, W, dpow=0.5)),
+        ("warmup_steps**1.5 instead of warmup_steps**-1.5", lambda s: _noam(s, D, W, b=1.5)),
+        ("the decay term uses step**0.5; it is step**-0.5", lambda s: _noam(s, D, W, a=0.5)),
+    ]
+    for hint, fn in variants:
+        vals = [fn(s) for s in steps]
+        if all(v is None or abs(g - v) <= 1e-9 * abs(v) for g, v in zip(got, vals)):
+            return hint
+    return None
