@@ -1,0 +1,265 @@
+"""The `gradlab` command (CONTRACT §4): exit 0 all passed, 1 a check failed or
+the student's code raised, 2 the command could not run, with one line that says
+what to fix and never a traceback unless -v. Most cases run main(argv) in
+process (fast); a few run the real command in a subprocess."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gradlab
+from gradlab.cli import main
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+CHECKS = "smoke,gradient"
+
+# A student's LayerNorm-shaped module with one thing wrong at a time.
+MODULE = """\
+import numpy as np
+import gradlab
+
+class LN:
+    def __init__(self, d):
+        self.gamma = np.ones(d)
+        self.beta = np.zeros(d)
+
+    def forward(self, x):
+        self.x = x
+        {forward}
+
+    def backward(self, g):
+        self.dgamma = (g * self.x).reshape(-1, g.shape[-1]).sum(0)
+        self.dbeta = g.reshape(-1, g.shape[-1]).sum(0)
+        {backward}
+
+@gradlab.register("layernorm")
+def build(cfg):
+    {build}
+"""
+GOOD = {"forward": "return x * self.gamma + self.beta", "backward": "return g * self.gamma",
+        "build": "return LN(cfg.d_model)"}
+
+
+def student_file(folder, name="student.py", **changes):
+    path = folder / name
+    path.write_text(MODULE.format(**{**GOOD, **changes}))
+    return str(path)
+
+
+def run_main(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_command(*argv, cwd=None, timeout=60):
+    """The installed command, through this interpreter, so it works in any venv."""
+    proc = subprocess.run([sys.executable, "-m", "gradlab", *argv], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+# ---- exit 2: the command cannot run ------------------------------------------
+
+@pytest.mark.parametrize("argv, words", [
+    (["check", "attention", "--impl", "{tmp}/nope.py"], "no such file: {tmp}/nope.py"),
+    (["check", "attention", "--impl", "{tmp}"], "is a folder; pass the .py file that calls gradlab.register"),
+    (["check", "layernorm", "--impl", "{tmp}/syntax.py"], "syntax.py:11: syntax error"),
+    (["check", "layernorm", "--impl", "{tmp}/imports.py"],
+     "raised ModuleNotFoundError at imports.py:1: No module named 'torchh'"),
+    (["check", "layernorm", "--impl", "{tmp}/raises.py"], "raised KeyError at raises.py:1"),
+    (["check", "layernorm", "--impl", "{tmp}/exits.py"], "called sys.exit(1) at exits.py:1"),
+    (["check", "attention", "--impl", "{tmp}/student.py"],
+     "registers no 'attention' module (it registers layernorm); add @gradlab.register('attention')"),
+    (["check", "all", "--impl", "{tmp}/nothing.py"], "nothing.py registers nothing"),
+    (["check", "atention"], "unknown kind 'atention': did you mean 'attention'?"),
+    (["check", "attention", "--checks", "gradiant"], "unknown check 'gradiant': did you mean 'gradient'?"),
+    (["check", "attention", "--set", "d_model=abc"], "--set d_model=abc: d_model takes int values"),
+    (["check", "attention", "--set", "dmodel=8"], "unknown config field 'dmodel'; did you mean 'd_model'?"),
+    (["check", "attention", "--set", "d_model"], "--set d_model: write it as FIELD=VALUE"),
+    (["check", "attention", "--set", "d_model=7"], "d_model=7 is not divisible by num_heads=2"),
+    (["check", "attention", "--impl", "no_such_module_xyz"], "no such file or module: no_such_module_xyz"),
+], ids=["missing file", "folder", "syntax error", "import error", "raises at import", "sys.exit at import",
+        "no registration for the kind", "registers nothing", "unknown kind", "unknown check", "bad --set value",
+        "unknown field", "--set without =", "invalid cfg", "unknown module"])
+def test_what_stops_the_command_exits_2_with_one_line(tmp_path, capsys, argv, words):
+    student_file(tmp_path, "student.py")
+    student_file(tmp_path, "syntax.py", forward="return x *(")
+    (tmp_path / "imports.py").write_text(MODULE.format(**GOOD).replace("import numpy as np", "import torchh"))
+    (tmp_path / "raises.py").write_text("{}['missing']\n" + MODULE.format(**GOOD))
+    (tmp_path / "exits.py").write_text("import sys; sys.exit(1)\n")
+    (tmp_path / "nothing.py").write_text("import gradlab\n")
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    code, out, err = run_main(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("gradlab: error: ")
+    assert words.format(tmp=tmp_path) in err
+    assert "Traceback" not in err
+
+
+def test_argparse_mistakes_also_exit_2(capsys):
+    for argv in (["check"], ["check", "attention", "--dtype", "float16"], ["check", "attention", "--seed", "x"]):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        assert info.value.code == 2
+    assert "usage: gradlab" in capsys.readouterr().err
+    assert main([]) == 2                                  # no command: help, and exit 2
+
+
+# ---- exit 1: the student's module misbehaves -----------------------------------
+
+@pytest.mark.parametrize("changes, words", [
+    ({"forward": "raise RuntimeError('boom')"}, "forward raised RuntimeError at student.py:11: boom"),
+    ({"forward": "y = x * self.gamma"}, "forward returned None; it must return an array of shape (2, 5, 12)"),
+    ({"forward": "return x * self.gamma, x"}, "forward returned a tuple of 2 items; return only the array"),
+    ({"forward": "return (x * self.gamma).tolist()"}, "forward returned a list of 2 items; it must return a NumPy array"),
+    ({"forward": "return (x * self.gamma)[:, 1:]"}, "forward returned shape (2, 4, 12); expected (2, 5, 12)"),
+    ({"forward": "return (x * self.gamma).astype(int)"}, "forward returned an array of dtype int64; it must be floating"),
+    ({"forward": "return x * self.gamma + np.nan"}, "forward returned NaN at index (0, 0, 0)"),
+    ({"backward": "return g * self.gamma, self.dgamma"}, "backward returned a tuple of 2 items"),
+    ({"build": "LN(cfg.d_model)"}, "build(cfg) returned None; it must return the module object"),
+    ({"build": "return object()"}, "build(cfg) returned object, which has no forward() method"),
+], ids=["forward raises", "returns None", "tuple", "list", "wrong shape", "integer array", "NaN",
+        "backward tuple", "build None", "no forward"])
+def test_a_misbehaving_module_errors_its_check_and_exits_1(tmp_path, capsys, changes, words):
+    path = student_file(tmp_path, **changes)
+    code, out, err = run_main(capsys, "check", "layernorm", "--impl", path, "--checks", CHECKS, "--seed", "0")
+    assert code == 1 and err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith("ERROR  layernorm::smoke") and words in lines[0]
+    assert lines[1].startswith(" skip  layernorm::gradient") and "precondition" in lines[1]
+    assert "1 errors" in out and "replay with: --seed 0" in out
+    assert "Traceback" not in out
+
+
+def test_no_discoverable_parameters_fails_and_exits_1(tmp_path, capsys):
+    path = student_file(tmp_path, backward="self.dgamma = self.dbeta = None; return g * self.gamma")
+    code, out, _ = run_main(capsys, "check", "layernorm", "--impl", path, "--checks", CHECKS, "--seed", "0")
+    assert code == 1 and "FAIL  layernorm::smoke" in out and "found no parameters with gradients" in out
+
+
+def test_verbose_shows_the_students_traceback_only(tmp_path, capsys):
+    path = student_file(tmp_path, forward="return self.helper(x)\n\n    def helper(self, x):\n        return x[99]")
+    code, out, _ = run_main(capsys, "check", "layernorm", "--impl", path, "--checks", CHECKS, "--seed", "0", "-v")
+    assert code == 1
+    assert "raised IndexError at student.py:14" in out
+    assert "Traceback (most recent call last)" in out and "in helper" in out and "return x[99]" in out
+    assert "gradlab/" not in out.split("Traceback")[1]        # gradlab's own frames hidden
+
+
+def test_verbose_usage_error_shows_the_cause(tmp_path, capsys):
+    path = student_file(tmp_path, build="return LN(cfg.d_model)\nimport torchh")
+    code, _, err = run_main(capsys, "check", "layernorm", "--impl", path, "-v")
+    assert code == 2 and "Traceback" in err and "import torchh" in err
+
+
+def test_exit_0_and_one_line_per_check(capsys):
+    code, out, err = run_main(capsys, "check", "layernorm", "--impl", str(EXAMPLES / "student_modules.py"),
+                              "--checks", CHECKS, "--seed", "0")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith(" PASS  layernorm::smoke") and lines[1].startswith(" PASS  layernorm::gradient")
+    assert "max error" in lines[1]
+    assert lines[2].startswith("layernorm (") and "2 passed, 0 failed, 0 errors, 0 skipped; seed 0" in lines[2]
+
+
+def test_a_gradient_bug_exits_1_and_names_the_parameter(capsys):
+    code, out, _ = run_main(capsys, "check", "attention", "--impl", str(EXAMPLES / "broken_attention.py"),
+                            "--checks", CHECKS, "--seed", "0")
+    assert code == 1
+    assert "FAIL  attention::gradient" in out and "gradient of 'out_weight' is wrong" in out
+
+
+# ---- --json ---------------------------------------------------------------------
+
+def test_json_for_one_kind(tmp_path, capsys):
+    target = tmp_path / "result.json"
+    code, _, _ = run_main(capsys, "check", "attention", "--impl", str(EXAMPLES / "broken_attention.py"),
+                          "--checks", CHECKS, "--seed", "0", "--json", str(target))
+    d = json.loads(target.read_text())
+    assert code == 1 and d["kind"] == "attention" and d["passed"] is False
+    assert d["impl"].endswith("broken_attention.py")
+    assert [(c["name"], c["status"]) for c in d["checks"]] == [("smoke", "pass"), ("gradient", "fail")]
+    for c in d["checks"]:
+        assert {"name", "status", "message", "metrics"} <= set(c)
+    assert d["checks"][1]["metrics"]["worst_tensor"] == "out_weight"
+
+
+def test_json_for_check_all(tmp_path, capsys):
+    target = tmp_path / "all.json"
+    code, out, _ = run_main(capsys, "check", "all", "--impl", str(EXAMPLES / "student_modules.py"),
+                            "--checks", CHECKS, "--seed", "1", "--json", str(target))
+    d = json.loads(target.read_text())
+    assert code == 0 and d["passed"] is True and set(d) >= {"results", "passed"}
+    kinds = {r["kind"] for r in d["results"]}
+    assert kinds == {"linear", "layernorm", "ffn", "embedding", "softmax", "cross_entropy", "adam"}
+    for r in d["results"]:
+        assert {"kind", "impl", "passed", "checks"} <= set(r) and r["checks"]
+    assert len([line for line in out.splitlines() if " passed, " in line]) == len(kinds)   # a summary per kind
+
+
+# ---- list and help ---------------------------------------------------------------
+
+CONTRACT_KINDS = ["linear", "layernorm", "ffn", "attention", "embedding", "positional", "block", "lm",
+                  "softmax", "cross_entropy", "sgd", "adam", "adamw", "schedule", "clip_grad_norm"]
+
+
+def test_list_shows_every_kind_of_the_contract_with_its_checks(capsys):
+    code, out, _ = run_main(capsys, "list")
+    assert code == 0
+    rows = {line.split()[0]: line for line in out.splitlines() if line and not line.startswith(" ")}
+    for kind in CONTRACT_KINDS:
+        assert kind in rows, kind
+        assert "smoke" in rows[kind]
+    assert "gradient" in rows["attention"] and "gradient" not in rows["adam"]
+    assert set(CONTRACT_KINDS) <= set(gradlab.KINDS)
+
+
+def test_help_has_examples_and_exit_codes(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["check", "--help"])
+    out = capsys.readouterr().out
+    assert info.value.code == 0
+    for words in ("--impl", "--checks", "--set", "--seed", "--dtype", "--json", "--timeout",
+                  "gradlab check attention --impl my_attention.py", "exit status"):
+        assert words in out
+
+
+# ---- the real command, in a subprocess (few: each costs an interpreter start) -------
+
+def test_python_m_gradlab_help():
+    code, out, _ = run_command("--help")
+    assert code == 0 and "examples:" in out and "gradlab check all" in out
+
+
+def test_a_hanging_forward_is_stopped_by_timeout(tmp_path):
+    path = student_file(tmp_path, forward="while True:\n            pass")
+    code, out, err = run_command("check", "layernorm", "--impl", path, "--timeout", "1", "--seed", "0",
+                                 "--checks", CHECKS, timeout=30)
+    assert code == 1, err
+    assert "forward did not finish within 1 s (stopped at student.py:" in out and "--timeout" in out
+    assert "Traceback" not in out + err
+
+
+def test_done_when_student_files_outside_the_repo_from_another_cwd(tmp_path):
+    """Issue 2's acceptance: files written only against CONTRACT.md, copied out of
+    the repo, checked from another directory: 0, 1 naming the parameter, 2 with one line."""
+    outside, elsewhere = tmp_path / "student", tmp_path / "elsewhere"
+    outside.mkdir()
+    elsewhere.mkdir()
+    good = shutil.copy(EXAMPLES / "student_modules.py", outside / "my_modules.py")
+    bad = shutil.copy(EXAMPLES / "broken_attention.py", outside / "my_attention.py")
+
+    code, out, err = run_command("check", "layernorm", "--impl", str(good), "--checks", CHECKS, cwd=elsewhere)
+    assert code == 0, out + err
+    code, out, err = run_command("check", "attention", "--impl", os.path.relpath(bad, elsewhere),
+                                 "--checks", CHECKS, "--seed", "0", cwd=elsewhere)
+    assert code == 1 and "gradient of 'out_weight' is wrong" in out, out + err
+    code, out, err = run_command("check", "attention", "--impl", str(outside / "missing.py"), cwd=elsewhere)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "no such file" in err
+    assert "Traceback" not in err
