@@ -31,12 +31,12 @@ def batch_independence(subject, rng):
         raise CheckSkipped(f"batch_size={B}: needs at least 2 samples (--set batch_size=2)")
     if kind.form == "function":
         x = (3 * rng.standard_normal(kind.input_shape(cfg))).astype(cfg.np_dtype)
-        call = lambda inp: call_softmax(subject, inp)              # noqa: E731
+        call = lambda inp: call_softmax(subject, inp.copy())       # noqa: E731
         call_name = "softmax(x)"
     else:
         module, _ = subject.fresh(rng)
         x = subject.make_input(rng)
-        call = lambda inp: subject.forward(module, inp)            # noqa: E731
+        call = lambda inp: subject.forward(module, inp.copy())     # noqa: E731  (a copy: see input_mutation)
         call_name = "forward"
     base = call(x).astype(np.float64)
     tol = TOLERANCE.get(cfg.np_dtype.name, 1e-6) * max(float(np.abs(base).max()), 1.0)

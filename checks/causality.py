@@ -22,6 +22,21 @@ def perturb_position(kind, cfg, x, t, rng):
     return y
 
 
+def _hint(kind, module, cfg):
+    """Where to look: when the module's own attention weights are causal, the leak comes after them."""
+    B, H, T = cfg.batch_size, cfg.num_heads, cfg.seq_len
+    weights = getattr(module, "attn_weights", None) if kind.has(ATTN_WEIGHTS) else None
+    if isinstance(weights, np.ndarray) and weights.shape == (B, H, T, T) \
+            and not np.abs(np.triu(weights.astype(np.float64), k=1)).max() > 0:
+        return ("Your attn_weights are causal (0 above the diagonal), so the leak comes after the softmax: "
+                "merging heads with a reshape but no transpose((0, 2, 1, 3)) mixes time steps; "
+                "merge with ctx.transpose(0, 2, 1, 3).reshape(B, T, D)")
+    where = "the causal mask" if kind.has(ATTN_WEIGHTS) else "the causal mask of the attention inside"
+    return (f"Look at {where}: scores[..., i, j] must be -inf (or -1e9) for every j > i, set before the "
+            "softmax; and at anything that mixes time steps (a reshape without a transpose when merging heads, "
+            "a mean over the time axis)")
+
+
 @check("causality", needs={CAUSAL}, order=20,
        summary="perturbing position t changes no output at positions before t")
 def causality(subject, rng):
@@ -31,7 +46,7 @@ def causality(subject, rng):
         raise CheckSkipped(f"seq_len={T}: causality needs at least 2 positions (--set seq_len=5)")
     module, _ = subject.fresh(rng)
     x = subject.make_input(rng)
-    base = subject.forward(module, x).astype(np.float64)                  # (B, T, ...)
+    base = subject.forward(module, x.copy()).astype(np.float64)           # (B, T, ...); copies: see input_mutation
     scale = max(float(np.abs(base).max()), 1.0)
     tol = TOLERANCE.get(cfg.np_dtype.name, 1e-6) * scale
     # change[r, c]: how much the output at position r moved when the input at position c was perturbed
@@ -49,14 +64,10 @@ def causality(subject, rng):
                "max_leak": float(max((change[r, c] for c, r in leaks), default=0.0)), "tolerance": tol}
     if leaks:
         c, r = leaks[0]
-        where = ("the attention's causal mask" if kind.has(ATTN_WEIGHTS)
-                 else "the causal mask of the attention inside")
         raise CheckFailure(
             f"{kind.name}: perturbing position {c} changed the output at position {r} by {change[r, c]:.3g} "
-            f"(tolerance {tol:.1g}): the mask lets position {r} see the future; {len(leaks)} of {future} "
-            f"future pairs leak. Look at {where}: scores[..., i, j] must be -inf (or -1e9) for every j > i, "
-            "set before the softmax; and at anything that mixes time steps, such as merging heads with a "
-            "reshape but no transpose((0, 2, 1, 3))",
+            f"(tolerance {tol:.1g}): position {r} sees the future; {len(leaks)} of {future} future pairs leak. "
+            + _hint(kind, module, cfg),
             metrics, {"views": [view]})
     return Outcome(f"no output at an earlier position changed in {T} perturbations ({future} future pairs)",
                    metrics, {"views": [view]})

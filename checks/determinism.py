@@ -27,8 +27,8 @@ def _differs(a, b, tol):
 
 def _run(subject, module, slots, x, g):
     """One forward and backward: {"output": ..., "dL/dx": ..., "gradient of 'w'": ...}, copied."""
-    out = subject.forward(module, x).copy()
-    dx = subject.backward(module, g)
+    out = subject.forward(module, x.copy()).copy()     # copies: mutating inputs is input_mutation's business
+    dx = subject.backward(module, g.copy())
     result = {"output": out}
     if dx is not None:
         result["dL/dx (backward's return)"] = dx.copy()
@@ -91,11 +91,11 @@ def _function_runs(subject, rng):
     kind, cfg = subject.kind, subject.cfg
     x = rng.standard_normal(kind.input_shape(cfg)).astype(cfg.np_dtype)
     if kind.has(PROBABILITIES):
-        return [{"output": call_softmax(subject, x).copy()} for _ in range(2)]
+        return [{"output": call_softmax(subject, x.copy()).copy()} for _ in range(2)]
     targets = rng.integers(0, cfg.vocab_size, size=x.shape[:-1])
     runs = []
     for _ in range(2):
-        loss, grad = call_cross_entropy(subject, x, targets)
+        loss, grad = call_cross_entropy(subject, x.copy(), targets.copy())
         runs.append({"loss": np.asarray(loss), "grad_logits": grad.copy()})
     return runs
 

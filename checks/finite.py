@@ -79,7 +79,7 @@ def finite(subject, rng):
     else:
         x = x * np.asarray(SCALE, dtype=x.dtype)
         setting = f"the input x scaled by {SCALE:g}"
-    hint = (f"{_SOFTMAX_HINT} in the attention's softmax: the scores grow with the square of the input"
+    hint = ("in the attention's softmax, " + _SOFTMAX_HINT + "; the scores grow with the square of the input"
             if kind.has(ATTN_WEIGHTS) else
             "look for exp, a power or a division that overflows for large values (an unstable softmax inside, "
             "exp-based tanh/GELU, a variance computed without eps)")

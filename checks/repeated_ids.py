@@ -63,7 +63,7 @@ def repeated_ids(subject, rng):
     module, slots = subject.fresh(rng)
     table = _table_slot(subject, slots)
     ids = repeated_batch(cfg, rng)
-    out = subject.forward(module, ids)
+    out = subject.forward(module, ids.copy())
     g = rng.standard_normal(out.shape).astype(cfg.np_dtype)
     subject.backward(module, g)
     got = subject.read_grads(slots)[table.name].astype(np.float64)
@@ -119,7 +119,7 @@ def _numeric_rows(subject, module, ids, g, W, rows):
     """Central differences of sum(forward(ids) * g) with respect to W[rows] (other rows left 0)."""
     dtype = subject.cfg.np_dtype.name
     g64 = g.astype(np.float64)
-    f = lambda: float(np.sum(subject.forward(module, ids).astype(np.float64) * g64))   # noqa: E731
+    f = lambda: float(np.sum(subject.forward(module, ids.copy()).astype(np.float64) * g64))   # noqa: E731
     numeric = np.zeros(W.shape, dtype=np.float64)
     for row in rows:
         for j in range(W.shape[1]):

@@ -58,10 +58,14 @@ def shapes(subject, rng):
     metrics = {"rows": len(rows.rows), "mismatches": len(bad)}
     if bad:
         first = bad[0]
-        more = f"; also wrong: {', '.join(r['tensor'] for r in bad[1:])}" if len(bad) > 1 else ""
+        others = [r["tensor"] for r in bad[1:]]
+        more = (f"; also wrong: {', '.join(others[:3])}" + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+                if others else "")
         hint = f" ({first['note']})" if first["note"] else ""
-        raise CheckFailure(f"{kind.name}: {first['tensor']} has shape {first['actual']}, expected "
-                           f"{first['expected']}{hint}{more}", metrics, {"views": [view]})
+        got = (f"has shape {first['actual']}" if first["actual"].startswith("(")
+               else f"is {first['actual']}")
+        raise CheckFailure(f"{kind.name}: {first['tensor']} {got}, expected {first['expected']}{hint}{more}",
+                           metrics, {"views": [view]})
     tail = f"; {'; '.join(notes)}" if notes else ""
     return Outcome(f"{len(rows.rows)} shapes as expected{tail}", metrics, {"views": [view]})
 

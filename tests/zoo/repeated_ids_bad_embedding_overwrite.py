@@ -1,0 +1,24 @@
+"""Broken: dW[ids] = g overwrites, so a token that appears twice keeps one gradient."""
+import numpy as np
+
+import gradlab
+
+
+class Embedding:
+    def __init__(self, V, D, dtype):
+        self.params = {"weight": (np.random.default_rng(8).standard_normal((V, D)) * 0.1).astype(dtype)}
+        self.grads = {}
+
+    def forward(self, ids):
+        self.ids = ids
+        return self.params["weight"][ids]
+
+    def backward(self, g):
+        dW = np.zeros_like(self.params["weight"])
+        dW[self.ids] = g
+        self.grads["weight"] = dW
+
+
+@gradlab.register("embedding")
+def build(cfg):
+    return Embedding(cfg.vocab_size, cfg.d_model, cfg.dtype)
