@@ -45,6 +45,9 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "gradlab: a gradlab check item (kind::check)")
+    if config.getoption("gradlab_kind") and not config.getoption("gradlab_impl"):
+        raise pytest.UsageError("--gradlab-kind needs --gradlab-impl PATH (the file to check; "
+                                "--gradlab-impl reference checks gradlab's own modules)")
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and "gradlab_seed" in workerinput:
         seed = workerinput["gradlab_seed"]        # an xdist worker: the controller's seed
@@ -53,17 +56,15 @@ def pytest_configure(config):
     else:
         from .runner import new_seed
         seed = new_seed()
-    testing.set_session_seed(seed)
-    if config.getoption("gradlab_kind") and not config.getoption("gradlab_impl"):
-        raise pytest.UsageError("--gradlab-kind needs --gradlab-impl PATH (the file to check; "
-                                "--gradlab-impl reference checks gradlab's own modules)")
-    config.pluginmanager.register(GradlabSession(config, seed), "gradlab-session")
+    previous = testing.set_session_seed(seed)
+    config.pluginmanager.register(GradlabSession(config, seed, previous), "gradlab-session")
 
 
 class GradlabSession:
-    def __init__(self, config, seed):
+    def __init__(self, config, seed, previous_seed=None):
         self.config = config
         self.seed = seed
+        self.previous_seed = previous_seed   # restored at the end (pytester runs sessions inside sessions)
         self.impls = config.getoption("gradlab_impl")
         self.kinds = [k.strip() for v in config.getoption("gradlab_kind") for k in v.split(",") if k.strip()]
         self.report_path = config.getoption("gradlab_report")
@@ -120,6 +121,9 @@ class GradlabSession:
             results = assemble(self.records, self.impls)
             write_report(results, self.report_path, replay=self.replay(), title=None)
             self.written = (self.report_path, sum(len(r.checks) for r in results))
+
+    def pytest_unconfigure(self, config):
+        testing.set_session_seed(self.previous_seed)
 
     def pytest_terminal_summary(self, terminalreporter):
         if self.written:

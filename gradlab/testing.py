@@ -47,8 +47,10 @@ def session_seed():
 
 
 def set_session_seed(seed):
+    """Set the session's seed (None: choose afresh when next needed); returns the previous one."""
     global _session_seed
-    _session_seed = int(seed)
+    previous, _session_seed = _session_seed, None if seed is None else int(seed)
+    return previous
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,7 @@ def parametrize_with_checks(impl=None, kinds=None, checks=None, **overrides):
     arguments override cfg fields (d_model=64). A file that cannot be loaded
     fails the test module's collection with gradlab's one-line message."""
     import pytest
+    __tracebackhide__ = True   # the error points at the user's decorator line, not into gradlab
     try:
         found = cases(impl, kinds, checks, **overrides)
     except UsageError as e:

@@ -1,0 +1,100 @@
+"""The pytest plugin and gradlab.testing, run in throwaway pytest sessions
+(pytester): items and ids, what a failure shows, the precondition, collection
+errors, and the report assembled on the xdist controller."""
+import re
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+# A student's file with two kinds: a linear layer whose weight gradient is 1.5x
+# too large, and a layernorm whose build raises with markup in its message.
+STUDENT = '''
+import numpy as np
+import gradlab
+
+class Linear:
+    def __init__(self, cfg):
+        rng = np.random.default_rng(0)
+        self.params = {"weight": rng.standard_normal((cfg.d_model, cfg.d_ff)), "bias": np.zeros(cfg.d_ff)}
+        self.grads = {}
+    def forward(self, x):
+        self.x = x
+        return x @ self.params["weight"] + self.params["bias"]
+    def backward(self, g):
+        x2, g2 = self.x.reshape(-1, self.x.shape[-1]), g.reshape(-1, g.shape[-1])
+        self.grads["weight"] = 1.5 * x2.T @ g2
+        self.grads["bias"] = g2.sum(0)
+        return g @ self.params["weight"].T
+
+@gradlab.register("linear")
+def build_linear(cfg):
+    return Linear(cfg)
+
+@gradlab.register("layernorm")
+def build_layernorm(cfg):
+    raise RuntimeError("<script>alert('owned')</script> not written yet")
+'''
+
+
+@pytest.fixture
+def student(pytester):
+    pytester.makepyfile(student=STUDENT)
+    return "student.py"
+
+
+def test_items_failures_and_precondition(pytester, student):
+    result = pytester.runpytest("-p", "no:xdist", "--gradlab-impl", student, "--gradlab-seed", "3", "-v")
+    out = result.stdout.str()
+    assert "gradlab: seed 3 (replay with --gradlab-seed 3)" in out
+    # ids, in run order: kinds as in `gradlab list`, smoke first
+    ids = re.findall(r"^(\w+::\w+) (PASSED|FAILED|SKIPPED)", out, re.M)
+    assert ids[0] == ("linear::smoke", "PASSED")
+    assert ("linear::gradient", "FAILED") in ids
+    assert ("layernorm::smoke", "FAILED") in ids
+    assert [s for i, s in ids if i.startswith("layernorm::") and i != "layernorm::smoke"] == \
+        ["SKIPPED"] * (len([i for i, _ in ids if i.startswith("layernorm::")]) - 1)
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] == 2 and outcomes["passed"] >= 3 and outcomes["skipped"] >= 3
+    # the check's message and the replay command, not a traceback through gradlab
+    result.stdout.fnmatch_lines(["*linear: gradient of 'weight' is wrong*analytical*numerical*tolerance*",
+                                 "replay: gradlab check linear --impl student.py --checks gradient --seed 3"])
+    assert "Traceback" not in out and "runner.py" not in out and "pytest_plugin.py" not in out
+    assert "not run: the 'smoke' precondition failed" in pytester.runpytest(
+        "-p", "no:xdist", "--gradlab-impl", student, "-rs", "-k", "layernorm").stdout.str()
+
+
+def test_unloadable_impl_is_a_collection_error(pytester):
+    result = pytester.runpytest("-p", "no:xdist", "--gradlab-impl", "missing.py")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*ERROR collecting missing.py*", "gradlab: no such file: missing.py"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_xdist_workers_share_the_seed_and_the_controller_writes_one_report(pytester, student):
+    from gradlab.testing import cases
+    result = pytester.runpytest_subprocess("-n", "2", "--gradlab-impl", student, "--gradlab-report", "r.html")
+    seed = re.search(r"gradlab: seed (\d+)", result.stdout.str()).group(1)
+    html = (pytester.path / "r.html").read_text()
+    result.stdout.fnmatch_lines(["gradlab: report of * checks written to r.html"])
+    expected = cases(str(pytester.path / student))
+    assert len(expected) > 8
+    for case in expected:   # every (kind, check) travelled from a worker to the controller
+        assert f"{case.kind}::{case.check}" in html
+    assert re.findall(r"<dt>seed</dt><dd>([^<]*)</dd>", html) == [seed]   # every worker used the controller's seed
+    assert "<script>" not in html and "&lt;script&gt;alert(" in html      # student text is escaped
+    assert html.index('id="failures"') < html.index('id="summary"')
+
+
+def test_parametrize_with_checks_in_a_users_test_file(pytester, student):
+    pytester.makepyfile(test_mine='''
+        from gradlab.testing import parametrize_with_checks
+
+        @parametrize_with_checks("student.py", kinds="linear", checks=["smoke", "gradient"])
+        def test_mine(kind, check):
+            check()
+    ''')
+    result = pytester.runpytest("-p", "no:xdist", "-v", "test_mine.py")
+    result.stdout.fnmatch_lines(["*test_mine[[]linear-smoke[]] PASSED*", "*test_mine[[]linear-gradient[]] FAILED*",
+                                 "*linear: gradient of 'weight' is wrong*"])
+    assert "Traceback" not in result.stdout.str()
