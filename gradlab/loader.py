@@ -75,6 +75,8 @@ def _load_file(path):
         raise UsageError(f"no such file: {path}")
     if os.path.isdir(full):
         raise UsageError(f"{path} is a folder; pass the .py file that calls gradlab.register")
+    if full in _loading:
+        raise UsageError(_self_check_message(path, full))
     digest = hashlib.sha1(full.encode()).hexdigest()[:10]
     mod_name = f"gradlab_impl_{os.path.splitext(os.path.basename(full))[0]}_{digest}"
     spec = importlib.util.spec_from_file_location(mod_name, full)
@@ -84,6 +86,7 @@ def _load_file(path):
     folder = os.path.dirname(full)
     sys.path.insert(0, folder)          # the student's file may import its siblings
     sys.modules[mod_name] = module
+    _loading.append(full)
     try:
         with collecting() as found:
             guarded(f"importing {path}", spec.loader.exec_module, module, files=(full,), error=UsageError)
@@ -94,12 +97,28 @@ def _load_file(path):
         sys.modules.pop(mod_name, None)
         raise
     finally:
+        _loading.remove(full)
         if sys.path and sys.path[0] == folder:
             sys.path.pop(0)
     if not found:
         raise UsageError(f"{path} registers nothing; decorate its factory with @gradlab.register(\"attention\") "
                          "(or the kind it implements) and `import gradlab` at the top")
     return Implementation(path, _index(found, path, own=mod_name), (full,))
+
+
+_loading = []   # files being imported right now
+
+
+def _self_check_message(path, full):
+    """A file that calls gradlab.check on itself at import would load itself forever."""
+    frame, line = sys._getframe(), None
+    while frame is not None:
+        if os.path.abspath(frame.f_code.co_filename) == full:
+            line = frame.f_lineno
+        frame = frame.f_back
+    where = f"{os.path.basename(full)}:{line}" if line else path
+    return (f"{where} runs gradlab.check on its own file while being imported, which would import it again "
+            "without end; put that call under `if __name__ == \"__main__\":`")
 
 
 def _load_module_name(name):

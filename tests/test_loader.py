@@ -142,3 +142,16 @@ def test_an_import_that_hangs_is_stopped(tmp_path):
 def test_a_variant_file_importing_the_original_checks_the_variant(zoo):
     loaded = load(zoo("found_block_scaled_ffn.py"))
     assert loaded.get("block").where.startswith("found_block_scaled_ffn.py:")
+
+
+def test_a_file_that_checks_itself_at_import_gets_told_to_use_a_main_guard(tmp_path):
+    """A student's `result = gradlab.check(..., impl=__file__)` at the bottom of
+    their file: loading it would load it again, forever (RecursionError)."""
+    text = ("import gradlab\n\n@gradlab.register('schedule')\ndef schedule(step, d_model, warmup):\n"
+            "    return 1.0\n\nresult = gradlab.check('schedule', impl=__file__)\n")
+    path = write(tmp_path, "checks_itself.py", text)
+    with pytest.raises(UsageError, match=r"checks_itself\.py:7 runs gradlab\.check on its own file while being "
+                                         r"imported.*if __name__ == \"__main__\""):
+        load(path)
+    guarded = text.replace("result = ", "if __name__ == '__main__':\n    result = ")
+    assert list(load(write(tmp_path, "guarded.py", guarded)).registrations) == ["schedule"]
