@@ -92,6 +92,10 @@ def parse_overrides(pairs, dtype):
 def cmd_check(args):
     from .runner import check
     overrides = parse_overrides(args.overrides, args.dtype)
+    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
+        # say so before the checks run, not with a traceback after them
+        raise UsageError(f"--json {args.json}: the folder {os.path.dirname(os.path.abspath(args.json))} "
+                         "does not exist; create it or choose another path")
     progress = Progress(sys.stdout, args.checks)
 
     def on_record(kind_result, record):

@@ -83,9 +83,10 @@ def run_command(*argv, cwd=None, timeout=60):
     (["check", "attention", "--set", "d_model"], "--set d_model: write it as FIELD=VALUE"),
     (["check", "attention", "--set", "d_model=7"], "d_model=7 is not divisible by num_heads=2"),
     (["check", "attention", "--impl", "no_such_module_xyz"], "no such file or module: no_such_module_xyz"),
+    (["check", "softmax", "--json", "{tmp}/no/such/folder/r.json"], "--json {tmp}/no/such/folder/r.json: the folder"),
 ], ids=["missing file", "folder", "syntax error", "import error", "raises at import", "sys.exit at import",
         "no registration for the kind", "registers nothing", "unknown kind", "unknown check", "bad --set value",
-        "unknown field", "--set without =", "invalid cfg", "unknown module"])
+        "unknown field", "--set without =", "invalid cfg", "unknown module", "--json folder missing"])
 def test_what_stops_the_command_exits_2_with_one_line(tmp_path, capsys, argv, words):
     student_file(tmp_path, "student.py")
     student_file(tmp_path, "syntax.py", forward="return x *(")
