@@ -59,6 +59,15 @@ def register(kind, *, param_map=None):
             raise TypeError(f"gradlab.register({kind!r}, param_map=...): keys and values must be strings; "
                             f"bad entry {bad[0]!r}")
         _check_reference_names(spec, param_map)
+    elif param_map is not None:
+        try:
+            inspect.signature(param_map).bind(object(), {})
+        except TypeError:
+            raise TypeError(f"gradlab.register({kind!r}, param_map=...): a param_map function is called as "
+                            f"load(module, reference_params); {getattr(param_map, '__name__', 'yours')} "
+                            "does not take those two arguments") from None
+        except ValueError:     # no signature to inspect (some builtins): trust it
+            pass
 
     def decorate(target):
         if not callable(target):

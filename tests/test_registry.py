@@ -56,6 +56,14 @@ def test_bad_param_map_type(param_map, words):
         gradlab.register("attention", param_map=param_map)
 
 
+def test_param_map_function_must_take_module_and_reference_params():
+    def load(module):
+        pass
+
+    with pytest.raises(TypeError, match=r"called as load\(module, reference_params\); load does not take"):
+        gradlab.register("attention", param_map=load)
+
+
 def test_param_map_values_must_be_reference_names():
     with pytest.raises(ValueError, match=r"'W' maps to 'qkv_weigth'.*did you mean 'qkv_weight'"):
         gradlab.register("attention", param_map={"W": "qkv_weigth"})
