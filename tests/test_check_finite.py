@@ -1,0 +1,51 @@
+"""`finite`: valid large-magnitude inputs give finite outputs and gradients."""
+import pytest
+
+from gradlab.kinds import DIFFERENTIABLE, KINDS, PROBABILITIES
+
+KINDS_CHECKED = [k for k, s in KINDS.items() if s.tags & {DIFFERENTIABLE, PROBABILITIES}
+                 and s.form in ("module", "function")]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("kind", KINDS_CHECKED)
+def test_reference_is_finite(run, kind, dtype):
+    record = run(kind, None, ["finite"], dtype=dtype)["finite"]
+    assert record.status == "pass", record.message
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("kind, name", [
+    ("attention", "causality_ok_attention.py"), ("attention", "causality_ok_attention_neginf.py"),
+    ("attention", "shapes_ok_attention_split_qkv.py"), ("layernorm", "shapes_ok_layernorm_renamed.py"),
+    ("softmax", "finite_ok_functions.py"), ("cross_entropy", "finite_ok_functions.py"),
+    ("embedding", "repeated_ids_ok_embedding_onehot.py"), ("lm", "repeated_ids_ok_tiny_lm.py"),
+])
+def test_correct_variants_pass(run, zoo, kind, name, dtype):
+    record = run(kind, zoo(name), ["finite"], dtype=dtype)["finite"]
+    assert record.status == "pass", record.message
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("kind, name, words", [
+    ("softmax", "finite_bad_functions_naive.py",
+     ["softmax", "softmax(x) is NaN", "logits around 1000", "subtract the row maximum"]),
+    ("cross_entropy", "finite_bad_functions_naive.py",
+     ["cross_entropy", "the loss is", "logits around 1000", "log-sum-exp"]),
+    ("cross_entropy", "finite_bad_cross_entropy_log_of_softmax.py",
+     ["the loss is inf", "underflowed to 0"]),
+    ("attention", "finite_bad_attention_naive_softmax.py",
+     ["attention", "forward's output is NaN", "input x scaled by 1000", "attention's softmax",
+      "subtract the row maximum"]),
+])
+def test_overflow_is_caught(run, zoo, kind, name, words, dtype):
+    record = run(kind, zoo(name), ["finite"], dtype=dtype)["finite"]
+    assert record.status == "fail", record.message
+    for word in words:
+        assert word in record.message
+    assert record.metrics["non_finite"] > 0
+
+
+def test_naive_softmax_passes_ordinary_checks(run, zoo):
+    # the bug only shows at large magnitudes: the ordinary row check is satisfied
+    assert run("softmax", zoo("finite_bad_functions_naive.py"), ["softmax_rows"])["softmax_rows"].ok

@@ -1,0 +1,58 @@
+"""`repeated_ids`: embedding gradients accumulate over repeated token ids."""
+import numpy as np
+import pytest
+
+from gradlab.config import Config
+from gradlab.kinds import KINDS, TOKEN_IDS
+
+TOKEN_KINDS = [k for k, s in KINDS.items() if s.has(TOKEN_IDS)]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("kind", TOKEN_KINDS)
+def test_reference_accumulates(run, kind, dtype):
+    record = run(kind, None, ["repeated_ids"], dtype=dtype)["repeated_ids"]
+    assert record.status == "pass", record.message
+    assert record.metrics["repeated_ids"] >= 2
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("kind, name", [
+    ("embedding", "repeated_ids_ok_embedding_onehot.py"),    # one-hot matmul, attribute-style dweight
+    ("embedding", "repeated_ids_ok_embedding_loop.py"),      # a Python loop
+    ("lm", "repeated_ids_ok_tiny_lm.py"),                     # np.add.at plus the tied output path
+])
+def test_correct_variants_pass(run, zoo, kind, name, dtype):
+    record = run(kind, zoo(name), ["repeated_ids"], dtype=dtype)["repeated_ids"]
+    assert record.status == "pass", record.message
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("kind, name, exact", [
+    ("embedding", "repeated_ids_bad_embedding_overwrite.py", True),
+    ("embedding", "repeated_ids_bad_embedding_plus_equals.py", True),
+    ("lm", "repeated_ids_bad_tiny_lm_overwrite.py", False),
+])
+def test_overwrite_is_caught(run, zoo, kind, name, exact, dtype):
+    record = run(kind, zoo(name), ["repeated_ids"], dtype=dtype)["repeated_ids"]
+    assert record.status == "fail", record.message
+    for word in [kind, "overwrite instead of np.add.at", "appears", "times in the batch", "token id",
+                 "np.add.at(dW, ids, g)"]:
+        assert word in record.message
+    if exact:
+        assert "it equals the upstream gradient at" in record.message
+
+
+def test_the_named_id_really_repeats(run, zoo):
+    import re
+    record = run("embedding", zoo("repeated_ids_bad_embedding_overwrite.py"), ["repeated_ids"])["repeated_ids"]
+    count = int(re.search(r"appears (\d+) times", record.message).group(1))
+    assert count >= 2
+
+
+def test_batch_repeats_ids_within_and_across_rows():
+    from gradlab.checks.repeated_ids import repeated_batch
+    ids = repeated_batch(Config(), np.random.default_rng(0))
+    a = ids[0, 0]
+    assert ids[0, 1] == a and ids[-1, -1] == a
+    assert ids[0, 2] == ids[-1, 0]
