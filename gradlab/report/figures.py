@@ -56,8 +56,8 @@ def _norm(values):
     if lo >= 0 and positive.size and hi / positive.min() > 1e3:
         vmin = max(float(positive.min()), hi * 1e-12)
         return LogNorm(vmin=vmin, vmax=hi), True
-    if lo == hi:
-        lo, hi = lo - 0.5, hi + 0.5
+    if lo == hi:   # a constant map (often all zeros: no error anywhere): zero at the dark end
+        lo, hi = min(lo, 0.0), max(hi, 0.0) or 1.0
     return Normalize(lo, hi), False
 
 

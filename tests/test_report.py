@@ -1,0 +1,122 @@
+"""The HTML report: self-contained, escaped, deterministic, generic over the
+views checks attach; and the CLI's --report and progress line."""
+import io
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gradlab import cli
+from gradlab.records import ERROR, FAIL, PASS, SKIP, CheckRecord, KindResult, curve, heatmap, table, text
+
+
+def weights(T=5):
+    w = np.tril(np.random.default_rng(0).random((T, T)))
+    return (w / w.sum(1, keepdims=True)).tolist()
+
+
+def failing_result(impl="student.py"):
+    err = np.full((6, 9), 1e-11)
+    err[2, 4] = 3e-3
+    views = [table("per tensor", [{"tensor": "qkv_weight", "shape": [6, 9], "error": 3e-3, "ok": False}]),
+             heatmap("|analytical - numerical| of qkv_weight", err.tolist(), "column", "row"),
+             heatmap("attention weights, batch 0, head 0", weights(), "key", "query", mask_upper=True),
+             curve("overfit loss", {"yours": [2.0, 1.9, 1.9, 1.9], "reference": [2.0, 1.2, 0.6, 0.2]}),
+             text("diagnosis", "analytical ~ numerical.T: transposed"),
+             {"type": "sparkline", "title": "a view type this report does not know", "data": [1, 2]}]
+    checks = [CheckRecord("smoke", PASS, "builds", {"parameters": 4}),
+              CheckRecord("gradient", FAIL, "attention: gradient of 'qkv_weight' is wrong </pre><script>alert(1)</script>",
+                          {"max_error": 3e-3, "tolerance": 1e-6}, {"views": views, "traceback": "line 3 in backward"}),
+              CheckRecord("causality", ERROR, "attention: forward raised ValueError: <img src=x onerror=alert(2)>"),
+              CheckRecord("overfit", SKIP, "not run")]
+    return KindResult("attention", impl, 7, {"batch_size": 2, "seq_len": 5}, checks)
+
+
+def passing_result():
+    return KindResult("layernorm", "reference", 7, {"d_model": 12},
+                      [CheckRecord("smoke", PASS, "builds"),
+                       CheckRecord("gradient", PASS, "3 tensors match", {"max_error": 1e-10},
+                                   {"views": [heatmap("|analytical - numerical| of gamma", [[1e-11, 2e-11]])]})])
+
+
+@pytest.fixture(scope="module")
+def render():
+    from gradlab.report import render
+    return render
+
+
+def test_student_text_cannot_inject_markup(render):
+    html = render([failing_result(impl="<b>mine</b>.py")])
+    assert "<script" not in html and "<img src=x" not in html and "<b>mine" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;b&gt;mine&lt;/b&gt;.py" in html
+
+
+def test_self_contained_and_failures_first(render):
+    html = render([failing_result(), passing_result()], replay="gradlab check all --seed 7")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)   # nothing from the network
+    assert "<script" not in html and "<link" not in html
+    assert html.index('id="failures"') < html.index('id="summary"') < html.index('id="details"')
+    assert html.count("data:image/png;base64,") == 4      # three heatmaps and one curve
+    assert "gradlab check all --seed 7" in html and "2 of 6 checks failed" in html
+    # every view type is shown: unknown types and non-view details as text, never dropped
+    for words in ("a view type this report does not know", "traceback", "line 3 in backward",
+                  "transposed", "per tensor", "max_error"):
+        assert words in html
+
+
+def test_passing_report_is_short(render):
+    html = render([passing_result()])
+    assert 'id="failures"' not in html and "All 2 checks passed" in html
+    assert "<details class=\"check pass\"" in html and " open>" not in html   # passing checks collapsed
+
+
+def test_same_views_give_the_same_bytes(render):
+    from gradlab.report import figures
+    view = failing_result().checks[1].details["views"][2]
+    first, second = figures.heatmap_png(view), figures.heatmap_png(view)
+    assert first == second and first.startswith(b"\x89PNG") and b"matplotlib" not in first
+    c = failing_result().checks[1].details["views"][3]
+    assert figures.curve_png(c) == figures.curve_png(c)
+    assert render([failing_result()]) == render([failing_result()])
+
+
+def test_malformed_view_does_not_cost_the_report(render):
+    bad = KindResult("ffn", "x.py", 0, {}, [CheckRecord("gradient", FAIL, "wrong", {},
+                                                         {"views": [heatmap("ragged", [[1, 2], [3]])]})])
+    html = render([bad])
+    assert "could not be drawn" in html and "ragged" in html
+
+
+def test_cli_report_default_path(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["check", "attention", "--checks", "gradient", "--seed", "4", "--report"]) == 0
+    out = capsys.readouterr().out
+    assert "report: reports/attention.html" in out and "\x1b" not in out   # no progress line off a terminal
+    html = (tmp_path / "reports" / "attention.html").read_text()
+    assert "attention::gradient" in html and "gradlab check attention --checks gradient --seed 4" in html
+
+
+def test_progress_line_only_on_a_terminal(monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+    monkeypatch.setattr(cli.Progress, "DELAY", 0.0)
+    result = KindResult("attention", "reference", 0, {}, [CheckRecord("smoke", PASS, "builds")])
+    tty, pipe = Terminal(), io.StringIO()
+    for stream in (tty, pipe):
+        progress = cli.Progress(stream)
+        progress.update(result)
+        progress.clear()
+    assert "[1 done," in tty.getvalue() and "running attention::" in tty.getvalue()
+    assert tty.getvalue().endswith("\r\x1b[K")          # cleared, so the summary starts on a clean line
+    assert pipe.getvalue() == ""
+
+
+def test_cli_imports_no_report_libraries():
+    code = ("import sys, gradlab.cli\n"
+            "try:\n    gradlab.cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('matplotlib', 'jinja2') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().endswith("[]")
