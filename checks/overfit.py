@@ -1,0 +1,247 @@
+"""`overfit`: can a tiny batch be learned? The student's part is trained
+inside gradlab's reference tiny language model (or the student's own LM, or
+the reference LM with the student's optimizer) for a fixed number of steps,
+from the same weights as a run with gradlab's reference parts only. The
+reference run sets the bar: the student's loss must fall as the reference's
+does. No magic constant: the thresholds are fractions of the reference's
+own loss drop.
+"""
+import copy
+
+import numpy as np
+
+from gradlab.discovery import find_slots
+from gradlab.errors import CheckFailure, CheckSkipped
+from gradlab.harness import guarded
+from gradlab.kinds import OPTIMIZER, SUBMODULE, TOKEN_IDS
+from gradlab.loader import reference as reference_impl
+from gradlab.records import curve, table
+from gradlab.suite import Outcome, check
+from gradlab.weights import load_reference, named_params
+
+STEPS = 40
+LR = 0.02            # Adam's step size for the module runs (optimizer kinds use their own cfg)
+# The student's final loss may exceed the reference's final loss by this
+# fraction of the reference's drop, and must fall by at least MIN_DROP of it.
+SLACK = 0.1
+MIN_DROP = 0.5
+
+# Where a kind sits in the tiny LM (dotted paths; {i} runs over the blocks).
+# A table of positions, as kinds.py is a table of shapes.
+PLACES = {
+    "attention": ["blocks.{i}.attn"],
+    "ffn": ["blocks.{i}.ffn"],
+    "layernorm": ["blocks.{i}.ln1", "blocks.{i}.ln2", "ln_f"],
+    "block": ["blocks.{i}"],
+    "embedding": ["emb"],
+    "positional": ["pos"],
+}
+
+
+@check("overfit", any_of={SUBMODULE, OPTIMIZER, TOKEN_IDS}, forms={"module", "optimizer"}, order=60,
+       summary="a tiny batch is learned: the loss falls as the reference's does")
+def overfit(subject, rng):
+    kind, cfg = subject.kind, subject.cfg
+    B, T, V = cfg.batch_size, cfg.seq_len, cfg.vocab_size
+    ids = rng.integers(0, V, size=(B, T))
+    targets = rng.integers(0, V, size=(B, T))
+    ref_lm = reference_impl().get("lm").target(cfg)
+    if kind.form == "optimizer":
+        # the student's optimizer on the reference LM, against the reference optimizer of the same kind
+        model = copy.deepcopy(ref_lm)
+        setting = f"the reference LM trained by your {kind.name}"
+        theirs = _train(subject, model, _reference_slots(model), subject.build(), ids, targets, student_opt=True)
+        ours = _train(None, ref_lm, _reference_slots(ref_lm), reference_impl().get(kind.name).target(cfg), ids, targets)
+    elif kind.has(SUBMODULE):
+        tiny = TinyLM(cfg, ref_lm)
+        model = copy.deepcopy(tiny)
+        slots, where = _swap_in(subject, model, rng)
+        setting = f"the reference tiny LM (Adam) with your {kind.name} at {where}"
+        theirs = _train(subject, model, slots, _adam(cfg), ids, targets)
+        ours = _train(None, tiny, _reference_slots(tiny), _adam(cfg), ids, targets)
+    else:
+        # a token-ids kind that is no submodule is a whole language model: ids -> logits
+        module, slots = subject.fresh(rng, randomize=False)
+        load_reference(subject, module, slots, named_params(ref_lm))
+        setting = f"your {kind.name} (Adam)"
+        theirs = _train(subject, module, _student_slots(subject, module, ""), _adam(cfg), ids, targets)
+        ours = _train(None, ref_lm, _reference_slots(ref_lm), _adam(cfg), ids, targets)
+    return _judge(kind, setting, theirs, ours)
+
+
+def _adam(cfg):
+    return reference_impl().get("adam").target(cfg.replace(lr=LR, weight_decay=0.0))
+
+
+def _judge(kind, setting, theirs, ours):
+    drop = ours[0] - ours[-1]
+    series = {"reference": ours, "yours": theirs}
+    details = {"views": [curve(f"training loss: {setting}", series, ylabel="cross-entropy"),
+                         table("loss", [{"step": k, "reference": ours[k], "yours": theirs[k] if k < len(theirs) else None}
+                                        for k in range(0, len(ours), 5)] + [{"step": len(ours) - 1,
+                                                                              "reference": ours[-1],
+                                                                              "yours": theirs[-1]}])]}
+    if drop <= 0:
+        raise CheckSkipped(f"{kind.name}: the reference run did not learn the tiny batch either "
+                           f"(loss {ours[0]:.4g} -> {ours[-1]:.4g}); nothing to compare with at these sizes")
+    limit = ours[-1] + SLACK * drop
+    their_drop = theirs[0] - theirs[-1]
+    metrics = {"steps": len(ours) - 1, "final_loss": theirs[-1], "reference_final_loss": ours[-1],
+               "limit": limit, "reference_drop": drop, "drop": their_drop}
+    start = ("" if abs(theirs[0] - ours[0]) <= 1e-6 * max(1.0, abs(ours[0])) else
+             f"; your first loss {theirs[0]:.6g} already differs from the reference's {ours[0]:.6g} from the same "
+             "weights, so the forward differs (see the reference check)")
+    if not np.isfinite(theirs).all():
+        k = int(np.argmin(np.isfinite(theirs)))
+        raise CheckFailure(f"{kind.name}: training {setting}: the loss became {theirs[k]} at step {k} "
+                           f"(the reference went {ours[0]:.4g} -> {ours[-1]:.4g})" + start, metrics, details)
+    if theirs[-1] > limit or their_drop < MIN_DROP * drop:
+        why = ("the loss went up" if their_drop < 0 else
+               f"it fell by {their_drop:.4g}, the reference's by {drop:.4g}")
+        look = ("look at step(params, grads): the sign of the update, and whether every parameter is updated"
+                if kind.form == "optimizer" else
+                "the update is gradlab's Adam, so look at your backward: what it passes on (dL/dx) and the "
+                "parameter gradients it fills (the gradient check compares them one by one)")
+        raise CheckFailure(
+            f"{kind.name}: training {setting} for {len(ours) - 1} steps on a tiny batch: the loss went "
+            f"{theirs[0]:.4g} -> {theirs[-1]:.4g}, the reference {ours[0]:.4g} -> {ours[-1]:.4g} ({why}; needed: "
+            f"final loss <= {limit:.4g} = reference final + {SLACK:g} x its drop, and a fall of at least "
+            f"{MIN_DROP:g} x its drop); {look}" + start, metrics, details)
+    return Outcome(f"{setting}: loss {theirs[0]:.4g} -> {theirs[-1]:.4g} in {len(ours) - 1} steps "
+                   f"(reference {ours[0]:.4g} -> {ours[-1]:.4g}; limit {limit:.4g})", metrics, details)
+
+
+# ---- the model ---------------------------------------------------------------------
+
+class TinyLM:
+    """ids (B, T) -> logits (B, T, V): emb -> pos -> blocks -> ln_f -> @ head.T.
+
+    gradlab's reference parts, each an object with forward/backward that a
+    student's module can replace (CONTRACT §3 conventions). Unlike the
+    reference LM the output projection `head` is not tied to the embedding, so
+    a student's embedding can be swapped in whatever its parameter is called."""
+
+    def __init__(self, cfg, ref_lm):
+        R = reference_impl()
+        self.emb = R.get("embedding").target(cfg)
+        self.pos = R.get("positional").target(cfg)
+        self.blocks = ref_lm.blocks
+        self.ln_f = ref_lm.ln_f
+        self.params = {"head": ref_lm.params["token_embedding"].copy()}     # (V, D)
+        self.grads = {}
+
+    def forward(self, ids):
+        x = self.pos.forward(self.emb.forward(ids))
+        for block in self.blocks:
+            x = block.forward(x)
+        self.h = self.ln_f.forward(x)                                       # (B, T, D)
+        return self.h @ self.params["head"].T                               # (B, T, V)
+
+    def backward(self, grad_logits):
+        V, D = self.params["head"].shape
+        self.grads["head"] = grad_logits.reshape(-1, V).T @ self.h.reshape(-1, D)
+        dx = self.ln_f.backward(grad_logits @ self.params["head"])
+        for block in reversed(self.blocks):
+            dx = block.backward(dx)
+        self.emb.backward(self.pos.backward(dx))
+
+
+def _paths(kind_name, model):
+    out = []
+    for pattern in PLACES[kind_name]:
+        if "{i}" in pattern:
+            out += [pattern.format(i=i) for i in range(len(model.blocks))]
+        else:
+            out.append(pattern)
+    return out
+
+
+def _locate(model, path):
+    parts = path.split(".")
+    obj = model
+    for part in parts[:-1]:
+        obj = obj[int(part)] if isinstance(obj, list) else getattr(obj, part)
+    return obj, parts[-1]
+
+
+def _set(model, path, value):
+    parent, last = _locate(model, path)
+    if isinstance(parent, list):
+        parent[int(last)] = value
+    else:
+        setattr(parent, last, value)
+
+
+def _get(model, path):
+    parent, last = _locate(model, path)
+    return parent[int(last)] if isinstance(parent, list) else getattr(parent, last)
+
+
+def _swap_in(subject, model, rng):
+    """Replace every place of the subject's kind in `model` by a student instance
+    holding the reference part's weights. Returns (slots for training, where)."""
+    paths = _paths(subject.kind.name, model)
+    keep = [s for s in find_slots(model) if not any(s.name.startswith(p + ".") for p in paths)]
+    slots = [_RefSlot(s) for s in keep]
+    for path in paths:
+        part = _get(model, path)
+        module, student = subject.fresh(rng, randomize=False)
+        load_reference(subject, module, student, named_params(part))
+        _set(model, path, module)
+        slots += _student_slots(subject, module, path + ".")
+    where = ", ".join(paths) if len(paths) <= 3 else f"{paths[0]} ... {paths[-1]} ({len(paths)} places)"
+    return slots, where
+
+
+class _RefSlot:
+    def __init__(self, slot):
+        self.name, self.value, self.slot = slot.name, slot.value, slot
+
+    def read(self):
+        return self.slot.grad()
+
+
+class _StudentSlot:
+    def __init__(self, subject, slot, prefix):
+        self.subject, self.slot = subject, slot
+        self.name, self.value = prefix + slot.name, slot.value
+
+    def read(self):
+        return self.subject.read_grads([self.slot])[self.slot.name]
+
+
+def _reference_slots(model):
+    return [_RefSlot(s) for s in find_slots(model)]
+
+
+def _student_slots(subject, module, prefix):
+    return [_StudentSlot(subject, s, prefix) for s in subject.slots(module)]
+
+
+def _train(subject, model, slots, optimizer, ids, targets, student_opt=False):
+    """Loss before each of STEPS Adam steps and after the last: STEPS + 1 values."""
+    ce = reference_impl().get("cross_entropy").target
+    files = subject.files if subject is not None else ()
+    what = "" if subject is None else f" (training with your {subject.kind.name})"
+    losses = []
+    params = {s.name: s.value for s in slots}
+    for step in range(STEPS + 1):
+        logits = _call(subject, f"forward{what}", model.forward, ids, files)
+        loss, grad = ce(logits.astype(np.float64), targets)
+        losses.append(float(loss))
+        if step == STEPS or not np.isfinite(loss):
+            break
+        _call(subject, f"backward{what}", model.backward, grad.astype(logits.dtype), files)
+        grads = {s.name: s.read() for s in slots}
+        if student_opt:
+            subject.step(optimizer, params, grads)
+        else:
+            optimizer.step(params, grads)
+    return losses
+
+
+def _call(subject, what, fn, arg, files):
+    """Student code runs inside the model's forward/backward: guard the whole call."""
+    if subject is None:
+        return fn(arg)
+    return guarded(what, fn, arg, files=files)
