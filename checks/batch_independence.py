@@ -28,7 +28,7 @@ def batch_independence(subject, rng):
     kind, cfg = subject.kind, subject.cfg
     B = cfg.batch_size
     if B < 2:
-        raise CheckSkipped(f"batch_size={B}: needs at least 2 samples (--set batch_size=2)")
+        raise CheckSkipped(f"{kind.name}: batch_size={B}: needs at least 2 samples to compare (--set batch_size=2)")
     if kind.form == "function":
         x = (3 * rng.standard_normal(kind.input_shape(cfg))).astype(cfg.np_dtype)
         call = lambda inp: call_softmax(subject, inp.copy())       # noqa: E731

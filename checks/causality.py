@@ -43,7 +43,7 @@ def causality(subject, rng):
     kind, cfg = subject.kind, subject.cfg
     T = cfg.seq_len
     if T < 2:
-        raise CheckSkipped(f"seq_len={T}: causality needs at least 2 positions (--set seq_len=5)")
+        raise CheckSkipped(f"{kind.name}: seq_len={T}: causality needs at least 2 positions (--set seq_len=5)")
     module, _ = subject.fresh(rng)
     x = subject.make_input(rng)
     base = subject.forward(module, x.copy()).astype(np.float64)           # (B, T, ...); copies: see input_mutation

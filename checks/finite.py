@@ -6,7 +6,7 @@ import numpy as np
 
 from gradlab.errors import CheckFailure, StudentError
 from gradlab.harness import describe
-from gradlab.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, LOSS, PROBABILITIES, TOKEN_IDS
+from gradlab.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, PROBABILITIES, TOKEN_IDS
 from gradlab.suite import Outcome, check
 
 SCALE = 1e3             # logits around 1e3; float inputs multiplied by 1e3 (attention scores then reach ~1e6)

@@ -46,7 +46,7 @@ def _text(shape):
 @check("shapes", any_of={DIFFERENTIABLE, PROBABILITIES}, forms={"module", "function"}, order=5,
        summary="inputs, outputs, parameters, gradients (and attn_weights) have the expected shapes")
 def shapes(subject, rng):
-    kind, cfg = subject.kind, subject.cfg
+    kind = subject.kind
     rows = _Table()
     notes = []
     if kind.form == "function":

@@ -3,12 +3,12 @@ import numpy as np
 import pytest
 
 from gradlab import runner, suite
-from gradlab.kinds import KINDS
+from gradlab.kinds import DIFFERENTIABLE, KINDS, PROBABILITIES
 from gradlab.loader import registration_for
 from gradlab.subject import Subject
 
-SHAPED = [k for k, spec in KINDS.items() if suite.CHECKS.get("shapes") is None or True
-          if spec.form in ("module", "function") and spec.name not in ("schedule", "clip_grad_norm")]
+SHAPED = [k for k, spec in KINDS.items()
+          if spec.form in ("module", "function") and spec.tags & {DIFFERENTIABLE, PROBABILITIES}]
 
 
 def rows(record):

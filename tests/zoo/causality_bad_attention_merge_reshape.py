@@ -1,6 +1,4 @@
 """Broken: heads merged with a reshape but no transpose, which mixes time steps."""
-import numpy as np
-
 import gradlab
 from causality_ok_attention import StudentAttention
 

@@ -1,6 +1,4 @@
 """Broken: no causal mask at all; every position attends to the future."""
-import numpy as np
-
 import gradlab
 from causality_ok_attention import StudentAttention
 

@@ -52,7 +52,6 @@ class StudentAttention:
         return self.ctx @ self.out_weight + self.out_bias
 
     def backward(self, grad_out):
-        D = grad_out.shape[-1]
         A = self.attn_weights
         self.dout_weight = np.einsum("btd,bte->de", self.ctx, grad_out)
         self.dout_bias = grad_out.sum(axis=(0, 1))

@@ -1,6 +1,4 @@
 """Broken: attn_weights kept as (B*H, T, T) instead of (B, H, T, T)."""
-import numpy as np
-
 import gradlab
 from causality_ok_attention import StudentAttention
 

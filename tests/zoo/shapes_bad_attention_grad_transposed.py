@@ -1,6 +1,4 @@
 """Broken: the gradient of qkv_weight is stored transposed, (3D, D) instead of (D, 3D)."""
-import numpy as np
-
 import gradlab
 from causality_ok_attention import StudentAttention
 

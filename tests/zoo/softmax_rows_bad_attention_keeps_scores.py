@@ -1,6 +1,4 @@
 """Broken: attn_weights keeps the masked scores, not the softmax output."""
-import numpy as np
-
 import gradlab
 from causality_ok_attention import StudentAttention
 

@@ -1,6 +1,4 @@
 """Broken: the weights are kept as self.probs; there is no attn_weights attribute."""
-import numpy as np
-
 import gradlab
 from causality_ok_attention import StudentAttention
 
