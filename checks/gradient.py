@@ -1,59 +1,395 @@
 """`gradient`: the student's backward against finite differences of the
 scalarised objective f = sum(forward(x) * g) (for a loss function: the loss it
-returns), for the input and every parameter."""
+returns), for the input and every parameter.
+
+How (gradlab.numeric does the arithmetic):
+1. The analytical gradients are captured first, from one forward and backward.
+2. One random direction d over all tensors at once: <analytical, d> against the
+   derivative of f along d, with a tolerance from the measured numerical error.
+   A pass costs 5 forwards beyond the analytical pass.
+3. Only when that fails: one direction per tensor, to name the wrong ones; then,
+   for the worst MAX_LOCALISED of them, the offending elements: the full
+   per-element map when the tensor has at most FULL_MAP_MAX_ELEMENTS entries
+   (also what the diagnosis needs), group testing (bisection) otherwise. To get
+   the full map of larger tensors too, raise the constant before running, e.g.
+   `gradlab.checks.gradient.FULL_MAP_MAX_ELEMENTS = 10**9`.
+4. float32 modules: the numerical side runs on a float64 copy of the module
+   (built with cfg.dtype="float64", parameters copied in by name) when the
+   module can run in float64; otherwise in float32 with a looser, measured
+   tolerance, and the message says so.
+5. A kink (ReLU at 0, a tie in a max) where the disagreement is found draws a
+   new input (up to MAX_RESAMPLES times) instead of failing; the result says so.
+6. Loss functions: the gradient they return against the loss they return,
+   also with ignore_index (some targets ignored).
+
+Every array is restored bit for bit after every perturbation. The check's
+random stream comes from the runner (`--seed` replays it).
+"""
 import numpy as np
 
-from gradlab.errors import CheckFailure
-from gradlab.kinds import DIFFERENTIABLE, INPUT_GRAD, LOSS
-from gradlab.numeric import Tensor, compare, elementwise_gradient
-from gradlab.subject import call_cross_entropy
+from gradlab import diagnosis
+from gradlab.errors import CheckFailure, StudentError
+from gradlab.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, LOSS, TOKEN_IDS
+from gradlab.numeric import EPS, Engine, Tensor, eps_of, random_direction
+from gradlab.records import heatmap, table, text
+from gradlab.subject import Subject, call_cross_entropy
 from gradlab.suite import Outcome, check
 
-TOLERANCE = {"float64": 1e-6, "float32": 2e-2}
-STEP = {"float64": 1e-6, "float32": 1e-3}
+FULL_MAP_MAX_ELEMENTS = 2048   # per-element map (2 forwards per element) up to this size; bisection above
+MAX_LOCALISED = 3              # failing tensors whose elements are localised (the worst first)
+MAX_RESAMPLES = 3              # new inputs drawn after a kink
+IGNORE_INDEX = 0               # a padding id inside the vocabulary, as the reference check uses
+TWIN_MATCH = 1e-3              # float64 copy's output must match the float32 module's to this fraction
 
 
-def gradient_problem(subject, rng):
-    """(tensors, f): the arrays to differentiate, with the student's analytical
-    gradients captured before any perturbation, and the objective."""
-    kind, cfg = subject.kind, subject.cfg
-    if kind.has(LOSS):
-        logits = rng.standard_normal(kind.input_shape(cfg)).astype(cfg.np_dtype)
-        targets = rng.integers(0, cfg.vocab_size, size=logits.shape[:-1])
-        _, grad = call_cross_entropy(subject, logits, targets)
-        tensors = [Tensor("logits", logits, grad.astype(np.float64))]
-        return tensors, lambda: call_cross_entropy(subject, logits, targets)[0]
-    module, slots = subject.fresh(rng)
-    x = subject.make_input(rng)
-    out = subject.forward(module, x)
-    g = rng.standard_normal(out.shape)
-    dx = subject.backward(module, g.astype(out.dtype))
-    grads = subject.read_grads(slots)
-    tensors = [Tensor("x", x, dx.astype(np.float64))] if kind.has(INPUT_GRAD) else []
-    tensors += [Tensor(s.name, s.value, grads[s.name].astype(np.float64)) for s in slots]
-    return tensors, lambda: float(np.sum(subject.forward(module, x).astype(np.float64) * g))
+class Problem:
+    """What one comparison needs: the tensors (arrays the numerics perturb, with
+    the student's analytical gradients), the objective, and how to describe it."""
 
+    def __init__(self, tensors, f, f_abs, eps_numeric, eps_analytical, numerics, context, label=""):
+        self.tensors, self.f, self.f_abs = tensors, f, f_abs
+        self.eps_numeric, self.eps_analytical = eps_numeric, eps_analytical
+        self.numerics = numerics      # a phrase: where the numerical side was computed
+        self.context = context        # for gradlab.diagnosis
+        self.label = label            # e.g. " with ignore_index=0"
+
+
+def _eps(*arrays):
+    return max(eps_of(a.dtype) for a in arrays)
+
+
+# ---- module kinds -------------------------------------------------------------
+
+class ModuleSetup:
+    """A randomised instance of the student's module, and (for a float32 module)
+    a float64 copy holding the same parameters, for the numerical side."""
+
+    def __init__(self, subject, rng):
+        self.subject = subject
+        self.module, self.slots = subject.fresh(rng)
+        self.twin = None
+        self.note = None    # why the numerics could not move to float64
+        self.calls = 2      # module calls so far: fresh() runs one forward and one backward
+
+    def problem(self, rng):
+        s, kind = self.subject, self.subject.kind
+        x = s.make_input(rng)
+        out = s.forward(self.module, x)
+        g = rng.standard_normal(out.shape).astype(out.dtype)     # the g backward sees...
+        g64 = g.astype(np.float64)                               # ...is exactly the g in f
+        dx = s.backward(self.module, g.copy())
+        grads = s.read_grads(self.slots)
+        self.calls += 2
+        analytical = ([("x", x, dx)] if kind.has(INPUT_GRAD) else []) + \
+                     [(sl.name, sl.value, grads[sl.name]) for sl in self.slots]
+        eps_an = _eps(*[a for _, _, a in analytical])
+        context = {"cfg": s.cfg, "x": x, "g": g64}
+        own_eps = _eps(out, *[arr for _, arr, _ in analytical])
+        if own_eps > EPS["float64"] and self.note is None:
+            twin_x = x.astype(np.float64) if kind.has(INPUT_GRAD) else x
+            if self.twin is None:
+                self._make_twin(twin_x, out)
+            elif not self._twin_matches(twin_x, out):
+                self.twin = None
+        if self.twin is not None:
+            twin, twin_slots = self.twin
+            twin_x = x.astype(np.float64) if kind.has(INPUT_GRAD) else x.copy()
+            by_name = {sl.name: sl for sl in twin_slots}
+            arrays = ([twin_x] if kind.has(INPUT_GRAD) else []) + [by_name[sl.name].value for sl in self.slots]
+            f = self._objective(twin, twin_x, g64)
+            numerics, eps_num = f"a float64 copy of your {out.dtype} module", EPS["float64"]
+        else:
+            arrays = [arr for _, arr, _ in analytical]
+            f = self._objective(self.module, x, g64)
+            eps_num = own_eps
+            numerics = "float64" if eps_num <= EPS["float64"] else \
+                f"{np.dtype(out.dtype).name} (looser tolerance: {self.note or 'the module computes in float32'})"
+        tensors = [Tensor(name, arr, a.astype(np.float64)) for (name, _, a), arr in zip(analytical, arrays)]
+        f_abs = float(np.sum(np.abs(out.astype(np.float64) * g64)))
+        return Problem(tensors, f, f_abs, eps_num, eps_an, numerics, context)
+
+    def _objective(self, module, x, g64):
+        s = self.subject
+        return lambda: float(np.sum(s.forward(module, x).astype(np.float64) * g64))
+
+    def _make_twin(self, x64, out):
+        """Build the module with dtype=float64 and copy the parameters in by name
+        (in place). Any trouble: keep the numerics in float32 and say why."""
+        s = self.subject
+        twin_subject = Subject(s.kind, s.registration, s.cfg.replace(dtype="float64"), s.impl_name, s.files)
+        try:
+            twin = twin_subject.build()
+            probe = twin_subject.forward(twin, x64)
+            twin_subject.backward(twin, np.ones_like(probe))
+            self.calls += 2
+            twin_slots = twin_subject.slots(twin)
+        except StudentError as e:
+            self.note = f"building it with dtype='float64' failed: {e}"
+            return
+        by_name = {sl.name: sl for sl in twin_slots}
+        for sl in self.slots:
+            other = by_name.get(sl.name)
+            if other is None or other.value.shape != sl.value.shape:
+                self.note = f"its float64 build has no parameter {sl.name!r} of shape {sl.value.shape}"
+                return
+            if other.value.dtype != np.float64:
+                self.note = f"built with dtype='float64' it still keeps {sl.name!r} in {other.value.dtype}"
+                return
+        for sl in self.slots:
+            by_name[sl.name].value[...] = sl.value
+        self.twin = (twin, twin_slots)
+        self._twin_subject = twin_subject
+        if not self._twin_matches(x64, out):
+            self.twin = None
+
+    def _twin_matches(self, x64, out):
+        twin, _ = self.twin
+        self.calls += 1
+        try:
+            out64 = self._twin_subject.forward(twin, x64)
+        except StudentError as e:
+            self.note = f"its float64 copy raised in forward: {e}"
+            return False
+        if out64.dtype != np.float64:
+            self.note = f"built with dtype='float64' its forward still returns {out64.dtype}"
+            return False
+        diff = float(np.max(np.abs(out64 - out.astype(np.float64)), initial=0.0))
+        scale = float(np.max(np.abs(out64), initial=0.0))
+        if diff > TWIN_MATCH * max(scale, 1e-30):
+            self.note = (f"a float64 copy with the same parameters computes a different output "
+                         f"(max difference {diff:.3g}): state outside the parameters?")
+            return False
+        return True
+
+
+# ---- loss functions -------------------------------------------------------------
+
+class LossSetup:
+    """cross_entropy-style functions: grad_logits against the loss they return."""
+
+    def __init__(self, subject, ignore_index=None):
+        self.subject, self.ignore_index = subject, ignore_index
+        self.note = None
+        self.calls = 0
+
+    def problem(self, rng):
+        s, cfg = self.subject, self.subject.cfg
+        logits = (2 * rng.standard_normal(s.kind.input_shape(cfg))).astype(cfg.np_dtype)
+        targets = rng.integers(1, cfg.vocab_size, size=logits.shape[:-1])
+        label = ""
+        if self.ignore_index is not None:
+            flat = targets.reshape(-1)
+            flat[rng.choice(flat.size, size=max(2, flat.size // 3), replace=False)] = self.ignore_index
+            label = f" with ignore_index={self.ignore_index} ({int((flat == self.ignore_index).sum())} of " \
+                    f"{flat.size} targets ignored)"
+        loss, grad = call_cross_entropy(s, logits, targets, self.ignore_index)
+        self.calls += 1
+        arr, eps_num, numerics = logits, _eps(logits, grad), None
+        if eps_num > EPS["float64"]:
+            logits64 = logits.astype(np.float64)
+            loss64, grad64 = call_cross_entropy(s, logits64, targets, self.ignore_index)
+            self.calls += 1
+            if grad64.dtype != np.float64:
+                self.note = f"called with float64 logits it still returns {grad64.dtype}"
+            elif abs(loss64 - loss) > TWIN_MATCH * (abs(loss64) + 1):
+                self.note = f"with float64 logits it returns a different loss ({loss64:.6g} vs {loss:.6g})"
+            else:
+                arr, eps_num, numerics = logits64, EPS["float64"], f"float64 (your {logits.dtype} function, " \
+                                                                   f"called with float64 logits)"
+        if numerics is None:
+            numerics = "float64" if eps_num <= EPS["float64"] else \
+                f"{logits.dtype} (looser tolerance: {self.note or 'the function computes in float32'})"
+        ignore = self.ignore_index
+
+        def f():
+            return call_cross_entropy(s, arr, targets, ignore)[0]
+
+        rows = np.abs(logits.astype(np.float64)).max(axis=-1)
+        f_abs = abs(loss) + 2 * float(rows.mean()) + np.log(logits.shape[-1])
+        context = {"cfg": cfg, "x": logits, "g": None, "targets": targets, "ignore_index": ignore}
+        tensors = [Tensor("logits", arr, grad.astype(np.float64))]
+        return Problem(tensors, f, f_abs, eps_num, _eps(grad), numerics, context, label)
+
+
+# ---- describing where an element is ------------------------------------------------
+
+def where(kind, cfg, name, shape, index):
+    """Words for an index: batch/position/feature for inputs, Q/K/V, head and dim
+    for the contract's attention parameters, token id or position for tables."""
+    D, dk = cfg.d_model, cfg.d_k
+    heads = kind.has(ATTN_WEIGHTS)
+    leaf = name.rsplit(".", 1)[-1]
+    attention_param = heads or "attn" in name.split(".")
+
+    def head_dim(j):
+        return f"head {j // dk}, dim {j % dk}"
+
+    if name == "x" and len(shape) == 3:
+        b, t, j = index
+        return f"batch {b}, position {t}, feature {j}" + (f" ({head_dim(j)})" if heads else "")
+    if name == "logits" and len(shape) == 3:
+        b, t, v = index
+        return f"batch {b}, position {t}, class {v}"
+    if attention_param and leaf == "qkv_weight" and shape == (D, 3 * D):
+        r, c = index
+        return f"input feature {r}, column {c} = {'QKV'[c // D]} {head_dim(c % D)}"
+    if attention_param and leaf == "qkv_bias" and shape == (3 * D,):
+        (c,) = index
+        return f"{'QKV'[c // D]} {head_dim(c % D)}"
+    if attention_param and leaf == "out_weight" and shape == (D, D):
+        r, c = index
+        return f"row {r} = context {head_dim(r)}; output feature {c}"
+    if len(shape) == 2 and shape[1] == D and shape[0] in (cfg.vocab_size, cfg.max_len):
+        i, j = index
+        what = "token id" if shape[0] == cfg.vocab_size and (kind.has(TOKEN_IDS) or shape[0] != cfg.max_len) \
+            else "position"
+        return f"{what} {i}, feature {j}"
+    return ""
+
+
+def _index_text(kind, cfg, name, shape, index):
+    words = where(kind, cfg, name, shape, index)
+    return f"{tuple(index)}" + (f" ({words})" if words else "")
+
+
+def _tensor_words(name):
+    return "dL/dx (what backward returns) 'x'" if name == "x" else f"gradient of {name!r}"
+
+
+# ---- the check ----------------------------------------------------------------------
 
 @check("gradient", needs={DIFFERENTIABLE}, order=10,
        summary="analytical gradients (input and every parameter) match numerical ones on sum(out * g)")
 def gradient(subject, rng):
-    dtype = subject.cfg.np_dtype.name
-    tensors, f = gradient_problem(subject, rng)
-    results = [compare(t.name, t.analytical, elementwise_gradient(f, t.array, STEP[dtype]), TOLERANCE[dtype])
-               for t in tensors]
-    table = [{"tensor": r.name, "shape": list(t.array.shape), "error": r.max_rel_err, "tolerance": r.tolerance,
-              "ok": r.ok, "worst": [list(w) for w in r.worst]} for r, t in zip(results, tensors)]
-    worst = max(results, key=lambda r: r.max_rel_err / r.tolerance)
-    metrics = {"max_error": worst.max_rel_err, "tolerance": worst.tolerance, "worst_tensor": worst.name}
-    bad = [r for r in results if not r.ok]
-    if bad:
-        r = max(bad, key=lambda r: r.max_rel_err / r.tolerance)
-        index, a, n = r.worst[0]
-        others = f"; also wrong: {', '.join(b.name for b in bad if b is not r)}" if len(bad) > 1 else ""
-        raise CheckFailure(
-            f"{subject.kind.name}: gradient of {r.name!r} is wrong: worst at index {index}: "
-            f"analytical {a:.6g}, numerical {n:.6g} (error {r.max_rel_err:.2e} of the gradient's scale "
-            f"{r.scale:.3g}; tolerance {r.tolerance:.0e}){others}",
-            metrics, {"tensors": table})
-    return Outcome(f"{len(results)} tensors match; max error {worst.max_rel_err:.1e} "
-                   f"(tolerance {worst.tolerance:.0e})", metrics, {"tensors": table})
+    if subject.kind.has(LOSS):
+        setups = [LossSetup(subject), LossSetup(subject, IGNORE_INDEX)]
+    else:
+        setups = [ModuleSetup(subject, rng)]
+    passes = [judge(subject, setup, rng) for setup in setups]
+    metrics = dict(passes[0]["metrics"])
+    if len(passes) > 1:   # the worst of the runs, with every run's calls counted
+        worst = max(passes, key=lambda p: p["metrics"]["max_error"] / max(p["metrics"]["tolerance"], 1e-300))
+        metrics.update({k: worst["metrics"][k] for k in ("max_error", "tolerance", "resolution")})
+        metrics["module_calls"] = sum(p["metrics"]["module_calls"] for p in passes)
+        metrics["kink_resamples"] = sum(p["metrics"]["kink_resamples"] for p in passes)
+    message = "; ".join(p["message"] for p in passes)
+    views = [v for p in passes for v in p["views"]]
+    return Outcome(message, metrics, {"views": views})
+
+
+def judge(subject, setup, rng):
+    """Compare one setup's gradients; returns {"message", "metrics", "views"} on a
+    pass, raises CheckFailure naming the tensor, element and numbers otherwise."""
+    kind, cfg = subject.kind, subject.cfg
+    resamples, calls = 0, 0
+    kink_at = []
+    while True:
+        problem = setup.problem(rng)
+        engine = Engine(problem.f, problem.tensors, problem.eps_numeric, problem.eps_analytical, problem.f_abs)
+        dirs = [random_direction(rng, t.array.shape) for t in problem.tensors]
+        joint = engine.directional(dirs)
+        if joint.kinky and resamples < MAX_RESAMPLES:
+            kink_at.append(f"slope jump {joint.kink:.3g}")
+            resamples += 1
+            calls += engine.calls
+            continue
+        break
+    names = [t.name for t in problem.tensors]
+    metrics = {"max_error": joint.error, "tolerance": joint.relative_tolerance, "resolution": joint.resolution,
+               "step": joint.step, "numerics": problem.numerics, "kink_resamples": resamples,
+               "tensors": len(names), "seed": cfg.seed}
+    kink_note = (f"; drew a new input {resamples} time(s) after a kink (a point where f is not differentiable, "
+                 f"e.g. ReLU at exactly 0 or a tie in a max) made finite differences meaningless there"
+                 if resamples else "")
+    float_note = "" if problem.numerics == "float64" else f"; numerical side in {problem.numerics}"
+    if joint.ok:
+        metrics["module_calls"] = calls + engine.calls + setup.calls
+        rows = [{"tensor": n, "shape": list(t.array.shape), "error": None, "tolerance": None, "ok": True,
+                 "checked": "in the joint direction"} for n, t in zip(names, problem.tensors)]
+        rows.insert(0, {"tensor": "all (one joint random direction)", "shape": [joint.count],
+                        "error": joint.error, "tolerance": joint.relative_tolerance, "ok": True,
+                        "checked": f"step {joint.step:.1e}"})
+        return {"message": f"{len(names)} tensors{problem.label} agree with finite differences along a random "
+                           f"direction (error {joint.error:.1e} of the gradient's size, tolerance "
+                           f"{joint.relative_tolerance:.1e}: catches a relative error of {joint.resolution:.0e} "
+                           f"in one element){float_note}{kink_note}",
+                "metrics": metrics,
+                "views": [table(f"gradient{problem.label}: directional check", rows)]}
+    # ---- failure: which tensors, which elements --------------------------------
+    per = [engine.directional(engine.tensor_dirs(dirs, {i})) for i in range(len(names))]
+    bad = sorted((i for i, r in enumerate(per) if not r.ok and not r.kinky),
+                 key=lambda i: -abs(per[i].residual) / per[i].tolerance)
+    if not bad:
+        if joint.kinky:
+            raise CheckFailure(
+                f"{kind.name}: the objective{problem.label} is not smooth at any of the {resamples + 1} inputs "
+                f"tried (a kink along the test direction, slope jump {joint.kink:.3g}), so finite differences "
+                "cannot judge the gradient: does forward round, cast to int, or use a step function?",
+                {**metrics, "module_calls": calls + engine.calls})
+        # The joint disagreement is not confirmed by any tensor on its own: within the noise. Pass, noted.
+        metrics.update({"module_calls": calls + engine.calls + setup.calls, "unconfirmed_joint_ratio":
+                        abs(joint.residual) / joint.tolerance})
+        return {"message": f"{len(names)} tensors{problem.label} agree with finite differences (a slight "
+                           f"joint disagreement, {abs(joint.residual) / joint.tolerance:.2g}x the tolerance, is "
+                           f"not confirmed by any tensor on its own){float_note}{kink_note}",
+                "metrics": metrics, "views": []}
+    rows, views, located = [], [], {}
+    for i in bad[:MAX_LOCALISED]:
+        t = problem.tensors[i]
+        if t.array.size <= FULL_MAP_MAX_ELEMENTS:
+            emap = engine.element_map(i)
+            located[i] = ("map", emap.worst, emap)
+            err = np.abs(t.analytical - emap.numerical)
+            shape2 = (int(np.prod(t.array.shape[:-1])), t.array.shape[-1]) if t.array.ndim else (1, 1)
+            views.append(heatmap(f"|analytical - numerical| of {t.name}{problem.label}",
+                                 err.reshape(shape2).tolist(), xlabel=f"last axis ({t.array.shape[-1] if t.array.ndim else 1})",
+                                 ylabel="other axes, flattened"))
+        else:
+            found = engine.bisect(i, dirs[i])
+            located[i] = ("bisection", found.elements, found)
+    for i, (n, t, r) in enumerate(zip(names, problem.tensors, per)):
+        rows.append({"tensor": n, "shape": list(t.array.shape), "error": r.error,
+                     "tolerance": r.relative_tolerance, "ok": r.ok or r.kinky,
+                     "checked": "own random direction" + (" (kink)" if r.kinky else "")})
+    for i, (how, elements, _) in located.items():
+        t = problem.tensors[i]
+        if elements:
+            views.append(table(f"worst elements of {t.name}{problem.label} ({how})",
+                               [{"index": list(e.index), "where": where(kind, cfg, t.name, t.array.shape, e.index),
+                                 "analytical": e.analytical, "numerical": e.numerical, "tolerance": e.tolerance}
+                                for e in elements[:8]]))
+    views.insert(0, table(f"gradient{problem.label}: one random direction per tensor", rows))
+    first = bad[0]
+    t, r = problem.tensors[first], per[first]
+    how, elements, info = located[first]
+    if elements:
+        e = elements[0]
+        detail = (f"worst at index {_index_text(kind, cfg, t.name, t.array.shape, e.index)}: analytical "
+                  f"{e.analytical:.6g}, numerical {e.numerical:.6g} (tolerance {e.tolerance:.2g})")
+        offending = [e for e in elements if e.error > e.tolerance]
+        if how == "map" and len(offending) > 1:
+            n_bad = int(np.sum(np.abs(t.analytical - info.numerical) > info.tolerance))
+            detail += f"; {n_bad} of {t.array.size} elements are off"
+        elif how == "bisection" and info.widespread:
+            detail += f"; the error is spread over many elements (at least {info.groups_failed} groups fail)"
+    else:
+        detail = (f"along a random direction: analytical {r.analytical:.6g}, numerical {r.numerical:.6g} "
+                  f"(tolerance {r.tolerance:.2g}); no single element stands out, the error is spread thinly")
+    others = [names[i] for i in bad[1:]]
+    also = f"; also wrong: {', '.join(repr(o) for o in others)}" if others else ""
+    hint = ""
+    if how == "map":
+        sentence = diagnosis.diagnose(kind, t.name, t.analytical, info.numerical, problem.context)
+        if sentence:
+            hint = f". {sentence[0].upper()}{sentence[1:]}"
+    metrics.update({"max_error": r.error, "tolerance": r.relative_tolerance, "worst_tensor": t.name,
+                    "module_calls": calls + engine.calls + setup.calls,
+                    "wrong_tensors": ",".join(names[i] for i in bad)})
+    if elements:
+        metrics.update({"worst_index": str(tuple(elements[0].index)), "analytical": elements[0].analytical,
+                        "numerical": elements[0].numerical})
+    raise CheckFailure(
+        f"{kind.name}: {_tensor_words(t.name)}{problem.label} is wrong: {detail}{also}{hint}"
+        f"{float_note}{kink_note}",
+        metrics, {"views": views})
+

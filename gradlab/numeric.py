@@ -1,21 +1,333 @@
-"""The numerical engine: finite differences of a scalar objective with
-respect to arrays that are perturbed in place and always restored.
+"""The numerical engine: finite differences of a scalar objective f() with
+respect to arrays that are perturbed in place and always restored exactly.
 
 f() evaluates the scalarised objective (e.g. sum(forward(x) * g)) from the
-*current* contents of the arrays; the engine only ever writes into them.
+*current* contents of the arrays; the engine only ever writes into them and
+puts back a bit-identical copy of the original after every evaluation.
+
+Three tools, from cheap to thorough:
+
+- `Engine.directional(dirs)`: the derivative of f along one random direction
+  d (zero-mean Gaussian, each component at least DIRECTION_FLOOR in size, so
+  every element counts) against <analytical, d>. Four evaluations: central
+  differences at steps h and h/2. Their difference measures the truncation
+  error, a fourth difference of the five points (with f at the centre)
+  measures the rounding noise of f; the tolerance is SAFETY times that
+  measured error, plus the rounding allowed to the analytical side by its
+  dtype. No fixed rtol: the check is as sharp as the arithmetic allows.
+- `Engine.bisect(i)`: group testing inside tensor i: directional checks on
+  halves of the failing range, descending into the halves that fail, down to
+  single elements (about 8 log2(n) evaluations for one bad element).
+- `Engine.element_map(i)`: the full per-element central-difference map
+  (2 evaluations per element): the naive loop, kept for small tensors and for
+  diagnosis, which needs the whole map.
+
+A kink (ReLU at 0, a tie in a max) makes f non-smooth along d; the five
+points tell: for smooth f the second difference at step h is 4x the one at
+h/2, at a kink it is 2x (or less). `Directional.kinky` says so, and the caller
+resamples its input rather than report a false failure.
 """
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+EPS = {"float64": float(np.finfo(np.float64).eps), "float32": float(np.finfo(np.float32).eps),
+       "float16": float(np.finfo(np.float16).eps)}
+
+DIRECTION_FLOOR = 0.5        # |d_i| >= this: no element hides behind a near-zero component
+SAFETY = 10.0                # tolerance = SAFETY x the measured numerical error
+ANALYTICAL_ROUNDING = 8.0    # the analytical side may be off by this x eps x (sum|a_i d_i| + 4 max|a| |d|)
+ELEMENT_ROUNDING = 64.0      # per element: this x eps(analytical) x the tensor's largest gradient
+STEP = {"float64": 1e-5, "float32": 3e-3}          # first directional step, by numerics dtype
+ELEMENT_STEP = {"float64": 1e-6, "float32": 3e-3}  # per-element step (relative to max(1, |value|))
+TARGET_RESOLUTION = 1e-5     # shrink the step once if one typical element's error of this size would hide
+KINK_FRACTION = 0.1          # a kink explains a failure when its jump is >= this fraction of it
+KINK_NOISE = 20.0            # ... and clearly above the noise
+MAX_GROUPS = 4               # bisection follows at most this many failing groups per level
+
+
+def eps_of(dtype):
+    return EPS.get(np.dtype(dtype).name, EPS["float32"])
+
+
+def random_direction(rng, shape, floor=DIRECTION_FLOOR):
+    """Zero-mean Gaussian with a magnitude floor: sign(z) * max(|z|, floor)."""
+    z = rng.standard_normal(shape)
+    return np.where(z < 0, -1.0, 1.0) * np.maximum(np.abs(z), floor)
 
 
 @dataclass
 class Tensor:
     """One thing we differentiate with respect to."""
     name: str                 # "x" for the input, else the dotted parameter name
-    array: np.ndarray         # the live array (the student's own for parameters)
-    analytical: np.ndarray    # the student's gradient, copied before any perturbation
+    array: np.ndarray         # the live array (the student's own, or its float64 twin's)
+    analytical: np.ndarray    # the student's gradient (float64 copy), captured before any perturbation
+
+
+@dataclass
+class Directional:
+    """One directional comparison: residual = numerical - analytical along d."""
+    analytical: float         # <a, d>
+    numerical: float          # Richardson-extrapolated central difference along d
+    residual: float           # numerical - analytical
+    tolerance: float
+    truncation: float         # |D(h) - D(h/2)|: the measured truncation error
+    noise: float              # rounding noise of f / h
+    kink: float               # |S(h) - 4 S(h/2)| / h: 0 for smooth f, the slope jump at a kink
+    magnitude: float          # sum |a_i d_i|: the scale errors are relative to
+    count: int                # elements the direction touches
+    step: float
+    calls: int
+
+    @property
+    def ok(self):
+        return abs(self.residual) <= self.tolerance
+
+    @property
+    def kinky(self):
+        """f is not smooth along d here, and that explains the disagreement."""
+        return (not self.ok and self.kink > KINK_FRACTION * abs(self.residual)
+                and self.kink > KINK_NOISE * self.noise)
+
+    @property
+    def error(self):
+        """The residual relative to sum |a_i d_i|."""
+        return abs(self.residual) / max(self.magnitude, 1e-300)
+
+    @property
+    def relative_tolerance(self):
+        return self.tolerance / max(self.magnitude, 1e-300)
+
+    @property
+    def resolution(self):
+        """The smallest relative error in one typical element this test would catch."""
+        return self.tolerance / max(self.magnitude / max(self.count, 1), 1e-300)
+
+
+@dataclass
+class Element:
+    """One offending element: where, and both values."""
+    index: tuple
+    analytical: float
+    numerical: float
+    tolerance: float
+
+    @property
+    def error(self):
+        return abs(self.analytical - self.numerical)
+
+
+@dataclass
+class ElementMap:
+    numerical: np.ndarray     # full per-element map, float64
+    tolerance: float          # per element (absolute)
+    calls: int
+    worst: list = field(default_factory=list)   # [Element], worst first
+
+
+@dataclass
+class Bisection:
+    elements: list            # [Element] found, worst first
+    groups_failed: int        # the most failing groups seen at one level
+    groups_tested: int
+    widespread: bool          # more groups failed at some level than were followed
+    calls: int
+
+
+class Engine:
+    """Directional checks, bisection and per-element maps over `tensors`, with
+    f() evaluated from the arrays' current contents.
+
+    eps_numeric: the rounding unit of f's arithmetic (the dtype the numerics run in);
+    eps_analytical: that of the analytical gradients (the student's dtype);
+    f_abs: the size of the terms summed into f (e.g. sum |out * g|), for a floor on f's noise.
+    """
+
+    def __init__(self, f, tensors, eps_numeric, eps_analytical, f_abs, step=None, element_step=None):
+        self._f = f
+        self.tensors = tensors
+        self.eps_numeric = eps_numeric
+        self.eps_analytical = eps_analytical
+        self.f_abs = float(f_abs)
+        numerics = "float64" if eps_numeric <= EPS["float64"] else "float32"
+        self.step = step or STEP[numerics]
+        self.element_step = element_step or ELEMENT_STEP[numerics]
+        self.calls = 0
+        self.noise_f = eps_numeric * self.f_abs   # rounding noise of f: a floor, raised by every measurement
+        self._originals = [t.array.copy() for t in tensors]
+        self._originals64 = [o.astype(np.float64) for o in self._originals]
+        self.f0 = self.evaluate()
+
+    # ---- evaluating f at perturbed points, restoring exactly ---------------
+    def evaluate(self):
+        self.calls += 1
+        return float(self._f())
+
+    @contextlib.contextmanager
+    def _moved(self, dirs, s):
+        """Arrays at original + s * d (cast to their dtype); yields <a, effective delta>."""
+        touched = []
+        try:
+            dot = 0.0
+            for i, d in enumerate(dirs):
+                if d is None:
+                    continue
+                t = self.tensors[i]
+                written = (self._originals64[i] + s * d).astype(t.array.dtype)
+                touched.append(i)
+                t.array[...] = written
+                dot += float(np.sum(t.analytical * (written.astype(np.float64) - self._originals64[i])))
+            yield dot
+        finally:
+            for i in touched:
+                self.tensors[i].array[...] = self._originals[i]
+
+    def _at(self, dirs, s):
+        with self._moved(dirs, s) as dot:
+            return self.evaluate(), dot
+
+    # ---- one directional comparison ----------------------------------------
+    def directional(self, dirs, step=None, adapt=True):
+        """Compare <a, d> with the derivative of f along d. dirs: one array (or
+        None) per tensor. The step is shrunk once when truncation dominates and
+        the test would miss an error of TARGET_RESOLUTION in one element."""
+        h = step or self.step
+        magnitude, rounding, count = 0.0, 0.0, 0
+        for t, d in zip(self.tensors, dirs):
+            if d is None:
+                continue
+            part = float(np.sum(np.abs(t.analytical * d)))
+            magnitude += part
+            # each element may be off by a few eps of the tensor's largest entry (sums that cancel):
+            # those errors add up like a random walk, hence the norm of d
+            rounding += part + 4 * float(np.max(np.abs(t.analytical), initial=0.0)) * float(np.linalg.norm(d))
+            count += int(np.count_nonzero(d))
+        self._rounding = ANALYTICAL_ROUNDING * self.eps_analytical * rounding
+        result = self._directional(dirs, h, magnitude, count)
+        if adapt and result.resolution > TARGET_RESOLUTION and result.truncation > 4 * result.noise:
+            factor = min(0.5, max(1 / 64, (result.noise / result.truncation) ** (1 / 3)))
+            again = self._directional(dirs, h * factor, magnitude, count)
+            again.calls += result.calls
+            if again.tolerance < result.tolerance:
+                result = again
+            else:
+                result.calls = again.calls
+        return result
+
+    def _directional(self, dirs, h, magnitude, count):
+        calls = self.calls
+        fp, ap = self._at(dirs, h)
+        fm, am = self._at(dirs, -h)
+        fp2, ap2 = self._at(dirs, h / 2)
+        fm2, am2 = self._at(dirs, -h / 2)
+        n1, a1 = (fp - fm) / (2 * h), (ap - am) / (2 * h)
+        n2, a2 = (fp2 - fm2) / h, (ap2 - am2) / h
+        r1, r2 = n1 - a1, n2 - a2
+        residual = (4 * r2 - r1) / 3                      # Richardson: the h^2 error cancels
+        truncation = abs(r1 - r2)
+        fourth = fp - 4 * fp2 + 6 * self.f0 - 4 * fm2 + fm   # (h/2)^4 f'''' + noise: noise at small h
+        noise_f = max(self.eps_numeric * self.f_abs, abs(fourth) / np.sqrt(70.0))
+        self.noise_f = max(self.noise_f, noise_f)
+        noise = 2 * noise_f / h                           # rounding of the Richardson combination
+        tolerance = SAFETY * (truncation + noise) + self._rounding
+        s1 = fp + fm - 2 * self.f0
+        s2 = fp2 + fm2 - 2 * self.f0
+        kink = abs(s1 - 4 * s2) / h
+        numerical = (4 * n2 - n1) / 3
+        return Directional(a2, numerical, residual, tolerance, truncation, noise, kink, magnitude, count, h,
+                           self.calls - calls)
+
+    def tensor_dirs(self, full, which):
+        """The joint direction `full` restricted to the tensors in `which`."""
+        return [d if i in which else None for i, d in enumerate(full)]
+
+    # ---- localisation ---------------------------------------------------------
+    def bisect(self, i, d, max_groups=MAX_GROUPS):
+        """Group testing inside tensor i along d (its part of the direction):
+        test both halves of every failing flat range, keep the failing ones
+        (at most max_groups per level, the worst first), down to single elements."""
+        calls = self.calls
+        t = self.tensors[i]
+        n = t.array.size
+        flat_d = d.reshape(-1)
+        frontier = [(0, n)]
+        found, most_failed, tested, widespread = [], 0, 0, False
+        while frontier:
+            failing = []
+            for lo, hi in frontier:
+                if hi - lo == 1:
+                    found.append((lo, None))
+                    continue
+                mid = (lo + hi) // 2
+                for a, b in ((lo, mid), (mid, hi)):
+                    res = self.directional(self._range_dirs(i, flat_d, a, b), adapt=False)
+                    tested += 1
+                    if not res.ok and not res.kinky:
+                        failing.append((abs(res.residual) / res.tolerance, a, b, res))
+            most_failed = max(most_failed, len(failing))
+            if len(failing) > max_groups:
+                widespread = True
+            failing.sort(key=lambda item: -item[0])
+            frontier = []
+            for _, a, b, res in failing[:max_groups]:
+                if b - a == 1:
+                    found.append((a, res))
+                else:
+                    frontier.append((a, b))
+        elements = []
+        for k, res in found:
+            if res is None:
+                continue
+            index = tuple(int(j) for j in np.unravel_index(k, t.array.shape))
+            dk = flat_d[k]
+            a = float(t.analytical[index])
+            elements.append(Element(index, a, a + res.residual / dk, res.tolerance / abs(dk)))
+        elements.sort(key=lambda e: -e.error / max(e.tolerance, 1e-300))
+        return Bisection(elements, most_failed, tested, widespread, self.calls - calls)
+
+    def _range_dirs(self, i, flat_d, lo, hi):
+        part = np.zeros(flat_d.size)
+        part[lo:hi] = flat_d[lo:hi]
+        dirs = [None] * len(self.tensors)
+        dirs[i] = part.reshape(self.tensors[i].array.shape)
+        return dirs
+
+    def element_map(self, i, top=5):
+        """The full per-element central-difference map of tensor i (the naive loop)."""
+        calls = self.calls
+        t = self.tensors[i]
+        arr, orig64 = t.array, self._originals64[i]
+        num = np.zeros(arr.shape, dtype=np.float64)
+        for index in np.ndindex(arr.shape):
+            h = self.element_step * max(1.0, abs(float(orig64[index])))
+            up = arr.dtype.type(orig64[index] + h)
+            down = arr.dtype.type(orig64[index] - h)
+            with perturbed_to(arr, index, up, self._originals[i][index]):
+                plus = self.evaluate()
+            with perturbed_to(arr, index, down, self._originals[i][index]):
+                minus = self.evaluate()
+            num[index] = (plus - minus) / (float(up) - float(down))
+        scale = max(float(np.max(np.abs(t.analytical), initial=0.0)), float(np.max(np.abs(num), initial=0.0)))
+        # rounding of f over the step, the analytical side's own rounding, and a
+        # truncation allowance (h^2 relative: 1e-12 at float64's step, 1e-5 at float32's)
+        tolerance = (SAFETY * self.noise_f / self.element_step + ELEMENT_ROUNDING * self.eps_analytical * scale
+                     + SAFETY * self.element_step ** 2 * scale)
+        err = np.abs(t.analytical - num)
+        order = np.argsort(err, axis=None)[::-1][:top]
+        worst = [Element(tuple(int(j) for j in np.unravel_index(k, arr.shape)), float(t.analytical.flat[k]),
+                         float(num.flat[k]), tolerance) for k in order if err.flat[k] > 0]
+        return ElementMap(num, tolerance, self.calls - calls, worst)
+
+
+@contextlib.contextmanager
+def perturbed_to(array, index, value, original):
+    """array[index] = value for the duration of the block; then the original, bit for bit."""
+    array[index] = value
+    try:
+        yield
+    finally:
+        array[index] = original
 
 
 @contextlib.contextmanager
@@ -43,39 +355,9 @@ def central_difference(f, array, index, h):
 
 
 def elementwise_gradient(f, array, rel=1e-6):
-    """The naive loop, one pair of evaluations per element (2 * size calls)."""
+    """The naive loop, one pair of evaluations per element (2 * size calls):
+    the baseline the benchmarks compare against."""
     grad = np.zeros(array.shape, dtype=np.float64)
     for index in np.ndindex(array.shape):
         grad[index] = central_difference(f, array, index, step_size(array, index, rel))
     return grad
-
-
-@dataclass
-class Comparison:
-    name: str
-    max_abs_err: float
-    max_rel_err: float     # |a - n| / scale, the number judged
-    tolerance: float
-    worst: list            # [(index tuple, analytical, numerical)], worst first
-    scale: float
-
-    @property
-    def ok(self):
-        return self.max_rel_err <= self.tolerance
-
-
-def compare(name, analytical, numerical, tolerance, top=5, floor_scale=None):
-    """Judge |a - n| against tolerance * scale, where scale is the size of the
-    tensor's gradient as a whole (its largest entry), not of each element:
-    an entry whose true gradient is 0 (softmax's shift invariance) must not
-    raise a false alarm because its float noise is 'infinitely' relative."""
-    a = np.asarray(analytical, dtype=np.float64)
-    n = np.asarray(numerical, dtype=np.float64)
-    err = np.abs(a - n)
-    scale = max(float(np.max(np.abs(n), initial=0.0)), float(np.max(np.abs(a), initial=0.0)),
-                floor_scale or 0.0, 1e-12)
-    order = np.argsort(err, axis=None)[::-1][:top]
-    worst = [(tuple(int(i) for i in np.unravel_index(k, a.shape)), float(a.flat[k]), float(n.flat[k]))
-             for k in order if err.flat[k] > 0]
-    return Comparison(name, float(err.max(initial=0.0)), float(err.max(initial=0.0)) / scale,
-                      tolerance, worst, scale)
