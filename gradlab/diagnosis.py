@@ -31,11 +31,11 @@ def diagnose(kind, name, analytical, numerical, context):
     context = context or {}
     cfg = context.get("cfg")
     scale = max(float(np.abs(n).max()), float(np.abs(a).max()), 1e-30)
-    what = "dL/dx" if name == "x" else f"the gradient of {name!r}"
+    what = "the input gradient dL/dx" if name == "x" else f"the gradient of {name!r}"
     if float(np.abs(n).max()) <= MATCH * scale:
         return None     # the true gradient is ~0: nothing to compare patterns with
     for test in (_all_zero, _transposed, _repeated_ids, _residual, _bias_token, _constant_factor,
-                 _future_positions, _partly_zero):
+                 _future_positions, _partly_zero, _partial_factor):
         found = test(kind, name, a, n, context, cfg, what)
         if found:
             return found
@@ -123,6 +123,8 @@ def _constant_factor(kind, name, a, n, context, cfg, what):
     c = _fit_factor(a, n)
     if c is None:
         return None
+    if abs(c + 1) <= 1e-3:
+        return f"{what} is the negative of the right one everywhere: the sign is flipped"
     label = name_factor(c, cfg)
     if label:
         return f"{what} is {c:.4g} x the right one, a constant factor of {label}{_factor_advice(label)}"
@@ -206,6 +208,31 @@ def _partly_zero(kind, name, a, n, context, cfg, what):
     return None
 
 
+def _partial_factor(kind, name, a, n, context, cfg, what):
+    """Right in one part, a named constant factor off in the rest (e.g. the Q and K
+    columns of qkv_weight when the 1/sqrt(d_k) is missing from the scores' backward)."""
+    scale = max(float(np.abs(n).max()), 1e-30)
+    wrong = np.abs(a - n) > MATCH * scale
+    if not wrong.any() or wrong.all():
+        return None
+    c = _fit_factor(a[wrong], n[wrong])
+    label = name_factor(c, cfg) if c is not None else None
+    if not label:
+        return None
+    where = f"{int(wrong.sum())} of {a.size} entries"
+    if a.ndim >= 2:
+        cols = np.nonzero(wrong.reshape(-1, a.shape[-1]).any(axis=0))[0]
+        whole = wrong.reshape(-1, a.shape[-1])[:, cols].all()
+        if whole and len(cols) and cols[-1] - cols[0] + 1 == len(cols):
+            where = f"columns {cols[0]}:{cols[-1] + 1} of {a.shape[-1]}"
+    elif a.ndim == 1:
+        idx = np.nonzero(wrong)[0]
+        if idx[-1] - idx[0] + 1 == len(idx):
+            where = f"entries {idx[0]}:{idx[-1] + 1} of {a.size}"
+    return (f"{what} is right except in {where}, which are {c:.4g} x the right values, a factor of "
+            f"{label}{_factor_advice(label)}")
+
+
 # ---- forward outputs (the `reference` check) -----------------------------------
 
 def factor_pattern(got, want, cfg, what="your output"):
@@ -225,6 +252,8 @@ def factor_pattern(got, want, cfg, what="your output"):
             return (f"{what} differs from the reference by the same vector at every position: a bias is "
                     "missing, added twice, or taken from the wrong parameter")
         return None
+    if abs(c + 1) <= 1e-3:
+        return f"{what} is the negative of the reference: the sign is flipped"
     label = name_factor(c, cfg)
     tail = f", a constant factor of {label}{_factor_advice(label)}" if label else ": a constant factor"
     return f"{what} is {c:.4g} x the reference{tail}"

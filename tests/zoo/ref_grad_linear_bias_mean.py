@@ -1,0 +1,27 @@
+"""Broken backward: the bias gradient is the mean over tokens instead of the sum."""
+import numpy as np
+
+import gradlab
+
+
+class Linear:
+    def __init__(self, d_in, d_out, dtype):
+        rng = np.random.default_rng(0)
+        self.params = {"weight": (rng.normal(size=(d_in, d_out)) / np.sqrt(d_in)).astype(dtype),
+                       "bias": np.zeros(d_out, dtype=dtype)}
+        self.grads = {}
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.params["weight"] + self.params["bias"]
+
+    def backward(self, g):
+        d_in, d_out = self.params["weight"].shape
+        self.grads["weight"] = self.x.reshape(-1, d_in).T @ g.reshape(-1, d_out)
+        self.grads["bias"] = g.reshape(-1, d_out).mean(axis=0)
+        return g @ self.params["weight"].T
+
+
+@gradlab.register("linear")
+def build(cfg):
+    return Linear(cfg.d_model, cfg.d_ff, cfg.dtype)
