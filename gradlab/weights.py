@@ -129,6 +129,8 @@ def _template(kind_name, theirs, reference, mapping=None):
         leaf = name.rsplit(".", 1)[-1].lower()
         named = [r for r in same if leaf in _SYNONYMS.get(r.rsplit(".", 1)[-1], ())]
         guesses[name] = same[0] if len(same) == 1 else named[0] if len(named) == 1 else "?"
+    taken = [r for r in guesses.values() if r != "?"]
+    guesses = {n: r if taken.count(r) == 1 or mapping.get(n) == r else "?" for n, r in guesses.items()}
     entries = ", ".join(f'"{n}": "{r}"' for n, r in guesses.items())
     lines = [f'  write: @gradlab.register("{kind_name}", param_map={{{entries}}})',
              "  (keys: your parameter names as gradlab finds them; values: reference names; "

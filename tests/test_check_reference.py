@@ -1,0 +1,138 @@
+"""`reference`: forward output equals gradlab's reference given the same weights,
+and weights.py, which copies those weights in (by name, param_map, or shape)."""
+import numpy as np
+import pytest
+
+from gradlab.errors import CheckSkipped
+from gradlab.kinds import DIFFERENTIABLE, KINDS, PROBABILITIES
+from gradlab.weights import resolve_names
+
+COMPARED = [k for k, spec in KINDS.items()
+            if spec.form in ("module", "function") and spec.tags & {DIFFERENTIABLE, PROBABILITIES}]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("kind", COMPARED)
+def test_reference_modules_pass(run, kind, dtype):
+    record = run(kind, None, ["reference"], dtype=dtype)["reference"]
+    assert record.status == "pass", record.message
+    assert record.metrics["max_error"] <= record.metrics["tolerance"]
+    assert {v["type"] for v in record.details["views"]} == {"table", "heatmap"}
+
+
+@pytest.mark.parametrize("kind, name, words", [
+    ("attention", "ref_attention_noscale.py", ["attention", "worst at (batch", "time", "dim", "1/sqrt(d_k)",
+                                               "attn_weights already differ"]),
+    ("attention", "ref_attention_merge.py", ["merged with a plain reshape", "mixes time steps",
+                                             "attn_weights match the reference"]),
+    ("attention", "ref_attention_axis.py", ["softmax over the query axis", "axis=-2"]),
+    ("layernorm", "ref_layernorm_batch.py", ["over the batch axis (axis 0)", "last axis"]),
+    ("ffn", "ref_ffn_erf.py", ["exact erf", "tanh approximation", "mild"]),
+    ("block", "ref_block_postln.py", ["Post-LN", "Pre-LN"]),
+    ("linear", "ref_linear_scaled.py", ["2 x the reference", "factor 2"]),
+    ("linear", "ref_linear_transposed.py", ["'weight'", "(20, 12)", "(12, 20)", "transposed", "param_map"]),
+    ("softmax", "ref_softmax_axis.py", ["softmax", "axis 0", "last axis"]),
+    ("cross_entropy", "ref_ce_ignore_count.py", ["loss with ignore_index=0", "counted in the mean",
+                                                 "grad_logits with ignore_index=0"]),
+])
+def test_broken_modules_fail_with_the_cause(run, zoo, kind, name, words):
+    record = run(kind, zoo(name), ["reference"])["reference"]
+    assert record.status == "fail", record.message
+    for word in words:
+        assert word in record.message, (word, record.message)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_broken_attention_caught_in_float32_too(run, zoo, seed):
+    record = run("attention", zoo("ref_attention_noscale.py"), ["reference"], seed=seed, dtype="float32")["reference"]
+    assert record.status == "fail" and "1/sqrt(d_k)" in record.message
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("kind, name, how", [
+    ("attention", "ref_attention_split.py", "param_map function"),       # split Q/K/V, attribute grads, einsum, -1e9
+    ("attention", "ref_attention_renamed.py", "W_qkv <- qkv_weight"),    # unique shapes: matched without a map
+    ("layernorm", "ref_layernorm_mapped.py", "weight <- gamma"),         # param_map dict
+    ("layernorm", "ref_good_parts.py", "by name"),
+    ("ffn", "ref_good_parts.py", "by name"),
+    ("block", "ref_good_parts.py", "by name"),
+    ("softmax", "ref_ce_good.py", ""),
+    ("cross_entropy", "ref_ce_good.py", "ignore_index"),
+])
+def test_correct_variants_pass(run, zoo, kind, name, how, dtype):
+    record = run(kind, zoo(name), ["reference"], dtype=dtype)["reference"]
+    assert record.status == "pass", record.message
+    assert how in record.message
+
+
+def test_unmappable_names_skip_with_a_ready_param_map(run, zoo):
+    record = run("layernorm", zoo("ref_layernorm_renamed.py"), ["reference"])["reference"]
+    assert record.status == "skip"
+    assert 'param_map={"weight": "gamma", "bias": "beta"}' in record.message
+
+
+def test_split_qkv_without_map_points_to_a_load_function(run, zoo):
+    record = run("attention", zoo("ref_attention_split_nomap.py"), ["reference"])["reference"]
+    assert record.status == "skip"
+    assert '"W_q": "?"' in record.message and 'ref["qkv_weight"][:, :D]' in record.message
+
+
+def test_heatmap_shows_the_worst_sample(run, zoo):
+    record = run("attention", zoo("ref_attention_merge.py"), ["reference"])["reference"]
+    heat = [v for v in record.details["views"] if v["type"] == "heatmap"][0]
+    assert np.shape(heat["data"]) == (5, 12) and max(map(max, heat["data"])) > 0.1
+
+
+# ---- weights.resolve_names --------------------------------------------------------------
+
+REF = {"qkv_weight": (4, 12), "qkv_bias": (12,), "out_weight": (4, 4), "out_bias": (4,)}
+
+
+def test_same_names_map_to_themselves():
+    assert resolve_names("attention", REF, REF) == {k: k for k in REF}
+
+
+def test_unique_shapes_are_matched():
+    theirs = {"Wqkv": (4, 12), "bqkv": (12,), "Wo": (4, 4), "bo": (4,)}
+    assert resolve_names("attention", theirs, REF)["Wo"] == "out_weight"
+
+
+def test_dict_map_is_applied_and_completed_by_name():
+    theirs = {"W": (4, 12), "qkv_bias": (12,), "out_weight": (4, 4), "out_bias": (4,)}
+    assert resolve_names("attention", theirs, REF, {"W": "qkv_weight"})["W"] == "qkv_weight"
+
+
+@pytest.mark.parametrize("theirs, param_map, words", [
+    ({"a": (4,), "b": (4,)}, None, ["cannot tell which", "param_map"]),
+    ({"gamma": (4,), "beta": (4,)}, {"gama": "gamma"}, ["'gama'", "not one of the module's parameters"]),
+    ({"g": (4,), "b": (4,)}, {"g": "gamma", "b": "gamma"}, ["all map to reference 'gamma'"]),
+    ({"g": (4,)}, {"g": "gamma"}, ["no parameter of yours matches reference 'beta'", "leave it out"]),
+])
+def test_unresolvable_names_skip(theirs, param_map, words):
+    with pytest.raises(CheckSkipped) as e:
+        resolve_names("layernorm", theirs, {"gamma": (4,), "beta": (4,)}, param_map)
+    for word in words:
+        assert word in str(e.value), (word, str(e.value))
+
+
+def test_shape_mismatch_after_mapping_is_a_failure_not_a_skip(run, zoo):
+    record = run("linear", zoo("ref_linear_transposed.py"), ["reference"])["reference"]
+    assert record.status == "fail"
+    assert record.metrics == {"parameter": "weight", "shape": [20, 12], "expected": [12, 20]}
+
+
+def test_weights_are_written_into_the_students_own_arrays():
+    from gradlab.runner import config_for
+    from gradlab.loader import reference
+    from gradlab.subject import Subject
+    from gradlab.kinds import get_kind
+    from gradlab.weights import load_reference, named_params, random_reference
+    cfg = config_for("layernorm", 0)
+    subject = Subject(get_kind("layernorm"), reference().get("layernorm"), cfg)
+    module, slots = subject.fresh(np.random.default_rng(0), randomize=False)
+    before = {s.name: s.value for s in slots}
+    ref = random_reference(get_kind("layernorm"), cfg, np.random.default_rng(1))
+    assert load_reference(subject, module, slots, named_params(ref)) == "by name"
+    for name, array in before.items():
+        assert module.params[name] is array                      # not rebound
+        np.testing.assert_array_equal(array, ref.params[name])   # but holding the reference's values
