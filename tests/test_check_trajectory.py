@@ -1,0 +1,82 @@
+"""`trajectory`: optimizers, clipping and the warmup schedule against the
+PyTorch-semantics reference over several steps, naming the step, the
+parameter and the cause."""
+import numpy as np
+import pytest
+
+from gradlab.checks import trajectory as traj
+from gradlab.kinds import KINDS, TRAJECTORY
+from gradlab.loader import reference
+from gradlab.runner import config_for
+
+TRAJECTORY_KINDS = [k for k, spec in KINDS.items() if spec.has(TRAJECTORY)]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("kind", TRAJECTORY_KINDS)
+def test_reference_passes(run, kind, dtype):
+    record = run(kind, None, ["trajectory"], dtype=dtype)["trajectory"]
+    assert record.status == "pass", record.message
+    assert any(v["type"] == "curve" for v in record.details["views"])
+
+
+@pytest.mark.parametrize("kind, name, words", [
+    ("adam", "traj_adam_t_in_loop.py", ["after step 1", "'w1'", "t is counted per parameter"]),
+    ("adam", "traj_adam_no_bias.py", ["after step 1", "no bias correction"]),
+    ("adam", "traj_adam_eps_inside.py", ["eps is inside the square root"]),
+    ("adamw", "traj_adamw_decay_after.py", ["decayed after the Adam update"]),
+    ("adamw", "traj_adamw_coupled.py", ["coupled into the gradient"]),
+    ("sgd", "traj_sgd_shared.py", ["after step 1", "'w1'", "shared by all parameters", "step 2 raised"]),
+    ("sgd", "traj_sgd_no_momentum.py", ["after step 2", "momentum buffer is missing"]),
+    ("sgd", "traj_params_rebind.py", ["replaced params['bias']", "in place"]),
+    ("clip_grad_norm", "traj_clip_rebind.py", ["call 1", "not changed in place", "g *= scale"]),
+    ("clip_grad_norm", "traj_clip_after.py", ["returned 0.99", "norm after clipping"]),
+    ("clip_grad_norm", "traj_clip_per_tensor.py", ["its own norm", "global norm"]),
+    ("schedule", "traj_schedule_from0.py", ["step 1", "counted from 0"]),
+    ("schedule", "traj_schedule_warmup.py", ["warmup_steps**-0.5"]),
+])
+def test_broken_fail_with_the_cause(run, zoo, kind, name, words):
+    record = run(kind, zoo(name), ["trajectory"])["trajectory"]
+    assert record.status == "fail", record.message
+    for word in words:
+        assert word in record.message, (word, record.message)
+
+
+@pytest.mark.parametrize("name", ["traj_adam_t_in_loop.py", "traj_adam_eps_inside.py", "traj_adamw_decay_after.py"])
+def test_broken_adam_caught_in_float32(run, zoo, name):
+    kind = "adamw" if "adamw" in name else "adam"
+    assert run(kind, zoo(name), ["trajectory"], dtype="float32")["trajectory"].status == "fail"
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("kind, name", [
+    ("adam", "traj_optim_good.py"), ("adamw", "traj_optim_good.py"), ("sgd", "traj_optim_good.py"),
+    ("clip_grad_norm", "traj_optim_good.py"),
+    ("adam", "traj_adam_by_id.py"),          # state keyed by id(p), PyTorch's folded step size
+    ("schedule", "traj_schedule_good.py"),
+])
+def test_correct_variants_pass(run, zoo, kind, name, dtype):
+    for seed in (0, 1, 2):
+        record = run(kind, zoo(name), ["trajectory"], seed=seed, dtype=dtype)["trajectory"]
+        assert record.status == "pass", record.message
+
+
+@pytest.mark.parametrize("kind", ["adam", "adamw", "sgd"])
+def test_variant_engine_with_no_switch_is_the_reference(kind):
+    """The buggy variants are only trustworthy if, with every switch off, they are the reference."""
+    cfg = config_for(kind, 0)
+    params, grads = traj._problem(cfg, np.random.default_rng(0))
+    mine = traj._Adam(cfg, "before" if kind == "adamw" else "coupled") if kind != "sgd" else traj._SGD(cfg)
+    ours, _ = traj.run_optimizer(mine, params, grads)
+    theirs, _ = traj.run_optimizer(reference().get(kind).target(cfg), params, grads)
+    for a, b in zip(ours, theirs):
+        for n in a:
+            np.testing.assert_allclose(a[n], b[n], rtol=0, atol=1e-14)
+
+
+def test_failure_keeps_the_curve_per_parameter(run, zoo):
+    record = run("adam", zoo("traj_adam_t_in_loop.py"), ["trajectory"])["trajectory"]
+    curve = [v for v in record.details["views"] if v["type"] == "curve"][0]
+    assert set(curve["series"]) == set(traj.SHAPES)
+    assert curve["series"]["bias"][0] == 0.0 and curve["series"]["w1"][0] > 0   # first parameter right, then wrong
+    assert record.metrics["step"] == 1 and record.metrics["parameter"] == "w1"
