@@ -82,9 +82,12 @@ class ModuleSetup:
         self.calls += 2
         analytical = ([("x", x, dx)] if kind.has(INPUT_GRAD) else []) + \
                      [(sl.name, sl.value, grads[sl.name]) for sl in self.slots]
-        eps_an = _eps(*[a for _, _, a in analytical])
         context = {"cfg": s.cfg, "x": x, "g": g64}
+        # the precision the module computes in: its lowest among output, input and parameters
+        # (float32 parameters make float32 intermediates, even if a float64 scalar promotes the output)
         own_eps = _eps(out, *[arr for _, arr, _ in analytical])
+        low = min((out, *[arr for _, arr, _ in analytical]), key=lambda a: -eps_of(a.dtype)).dtype
+        eps_an = max(own_eps, _eps(*[a for _, _, a in analytical]))
         if own_eps > EPS["float64"] and self.note is None:
             twin_x = x.astype(np.float64) if kind.has(INPUT_GRAD) else x
             if self.twin is None:
@@ -97,13 +100,13 @@ class ModuleSetup:
             by_name = {sl.name: sl for sl in twin_slots}
             arrays = ([twin_x] if kind.has(INPUT_GRAD) else []) + [by_name[sl.name].value for sl in self.slots]
             f = self._objective(twin, twin_x, g64)
-            numerics, eps_num = f"a float64 copy of your {out.dtype} module", EPS["float64"]
+            numerics, eps_num = f"a float64 copy of your {low} module", EPS["float64"]
         else:
             arrays = [arr for _, arr, _ in analytical]
             f = self._objective(self.module, x, g64)
             eps_num = own_eps
             numerics = "float64" if eps_num <= EPS["float64"] else \
-                f"{np.dtype(out.dtype).name} (looser tolerance: {self.note or 'the module computes in float32'})"
+                f"{low} (looser tolerance: {self.note or 'the module computes in float32'})"
         tensors = [Tensor(name, arr, a.astype(np.float64)) for (name, _, a), arr in zip(analytical, arrays)]
         f_abs = float(np.sum(np.abs(out.astype(np.float64) * g64)))
         return Problem(tensors, f, f_abs, eps_num, eps_an, numerics, context)
@@ -253,7 +256,15 @@ def _index_text(kind, cfg, name, shape, index):
 
 
 def _tensor_words(name):
-    return "dL/dx (what backward returns) 'x'" if name == "x" else f"gradient of {name!r}"
+    if name == "x":
+        return "the input gradient 'x' (what backward returns)"
+    if name == "logits":
+        return "grad_logits (the gradient it returns)"
+    return f"the gradient of {name!r}"
+
+
+def _tensors(n):
+    return f"{n} tensor" + ("s" if n != 1 else "")
 
 
 # ---- the check ----------------------------------------------------------------------
@@ -272,7 +283,7 @@ def gradient(subject, rng):
         metrics.update({k: worst["metrics"][k] for k in ("max_error", "tolerance", "resolution")})
         metrics["module_calls"] = sum(p["metrics"]["module_calls"] for p in passes)
         metrics["kink_resamples"] = sum(p["metrics"]["kink_resamples"] for p in passes)
-    message = "; ".join(p["message"] for p in passes)
+    message = passes[0]["message"] + "".join(f"; agrees too{p['label']}" for p in passes[1:])
     views = [v for p in passes for v in p["views"]]
     return Outcome(message, metrics, {"views": views})
 
@@ -309,11 +320,12 @@ def judge(subject, setup, rng):
         rows.insert(0, {"tensor": "all (one joint random direction)", "shape": [joint.count],
                         "error": joint.error, "tolerance": joint.relative_tolerance, "ok": True,
                         "checked": f"step {joint.step:.1e}"})
-        return {"message": f"{len(names)} tensors{problem.label} agree with finite differences along a random "
-                           f"direction (error {joint.error:.1e} of the gradient's size, tolerance "
-                           f"{joint.relative_tolerance:.1e}: catches a relative error of {joint.resolution:.0e} "
-                           f"in one element){float_note}{kink_note}",
-                "metrics": metrics,
+        what = ("grad_logits agrees with the loss" if kind.has(LOSS) else
+                f"{_tensors(len(names))} agree{'s' if len(names) == 1 else ''} with finite differences")
+        return {"message": f"{what}{problem.label} along a random direction (error {joint.error:.1e} of the "
+                           f"gradient's size, tolerance {joint.relative_tolerance:.1e}: catches a relative error of "
+                           f"{joint.resolution:.0e} in one element){float_note}{kink_note}",
+                "metrics": metrics, "label": problem.label,
                 "views": [table(f"gradient{problem.label}: directional check", rows)]}
     # ---- failure: which tensors, which elements --------------------------------
     per = [engine.directional(engine.tensor_dirs(dirs, {i})) for i in range(len(names))]
@@ -329,10 +341,10 @@ def judge(subject, setup, rng):
         # The joint disagreement is not confirmed by any tensor on its own: within the noise. Pass, noted.
         metrics.update({"module_calls": calls + engine.calls + setup.calls, "unconfirmed_joint_ratio":
                         abs(joint.residual) / joint.tolerance})
-        return {"message": f"{len(names)} tensors{problem.label} agree with finite differences (a slight "
+        return {"message": f"{_tensors(len(names))}{problem.label} agree with finite differences (a slight "
                            f"joint disagreement, {abs(joint.residual) / joint.tolerance:.2g}x the tolerance, is "
                            f"not confirmed by any tensor on its own){float_note}{kink_note}",
-                "metrics": metrics, "views": []}
+                "metrics": metrics, "label": problem.label, "views": []}
     rows, views, located = [], [], {}
     for i in bad[:MAX_LOCALISED]:
         t = problem.tensors[i]

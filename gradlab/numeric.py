@@ -44,6 +44,7 @@ ELEMENT_STEP = {"float64": 1e-6, "float32": 3e-3}  # per-element step (relative 
 TARGET_RESOLUTION = 1e-5     # shrink the step once if one typical element's error of this size would hide
 KINK_FRACTION = 0.1          # a kink explains a failure when its jump is >= this fraction of it
 KINK_NOISE = 20.0            # ... and clearly above the noise
+NOISE_CAP = 100.0            # f's measured rounding noise is trusted up to this x eps * sum|terms|
 MAX_GROUPS = 4               # bisection follows at most this many failing groups per level
 
 
@@ -79,6 +80,7 @@ class Directional:
     count: int                # elements the direction touches
     step: float
     calls: int
+    noise_ratio: float = 0.0  # measured rounding of f / its floor eps * sum|terms|
 
     @property
     def ok(self):
@@ -226,17 +228,24 @@ class Engine:
         r1, r2 = n1 - a1, n2 - a2
         residual = (4 * r2 - r1) / 3                      # Richardson: the h^2 error cancels
         truncation = abs(r1 - r2)
-        fourth = fp - 4 * fp2 + 6 * self.f0 - 4 * fm2 + fm   # (h/2)^4 f'''' + noise: noise at small h
-        noise_f = max(self.eps_numeric * self.f_abs, abs(fourth) / np.sqrt(70.0))
+        # Second differences: S(h) = h^2 f'' for smooth f, h * (slope jump) at a kink.
+        s1 = fp + fm - 2 * self.f0
+        s2 = fp2 + fm2 - 2 * self.f0
+        # Their combination S(h) - 4 S(h/2) is the fourth difference of the five points:
+        # (h/2)^4 f'''' (negligible at these steps) plus rounding noise -- or, at a kink,
+        # the slope jump times h. Read as noise it measures f's rounding, but never more
+        # than NOISE_CAP x the floor eps * sum|terms|: beyond that it is a kink, not noise.
+        fourth = s1 - 4 * s2
+        floor = self.eps_numeric * self.f_abs
+        measured = abs(fourth) / np.sqrt(70.0)
+        noise_f = max(floor, min(measured, NOISE_CAP * floor))
         self.noise_f = max(self.noise_f, noise_f)
         noise = 2 * noise_f / h                           # rounding of the Richardson combination
         tolerance = SAFETY * (truncation + noise) + self._rounding
-        s1 = fp + fm - 2 * self.f0
-        s2 = fp2 + fm2 - 2 * self.f0
-        kink = abs(s1 - 4 * s2) / h
+        kink = abs(fourth) / h
         numerical = (4 * n2 - n1) / 3
         return Directional(a2, numerical, residual, tolerance, truncation, noise, kink, magnitude, count, h,
-                           self.calls - calls)
+                           self.calls - calls, measured / max(floor, 1e-300))
 
     def tensor_dirs(self, full, which):
         """The joint direction `full` restricted to the tensors in `which`."""
