@@ -1,0 +1,127 @@
+"""`backward`: three properties every correct backward has, checked with a few
+backward calls and no finite differences at all:
+
+1. repeatable: calling backward twice after one forward gives the same
+   gradients (no `+=` into the gradients, no cache changed in place);
+2. zero in, zero out: backward(zeros) gives gradients that are exactly 0;
+3. linear: backward(a*g1 + b*g2) == a*backward(g1) + b*backward(g2).
+
+Each is a cause the `gradient` check only shows as "wrong numbers"; here the
+failure says which property broke, for which tensor, in plain words.
+"""
+import numpy as np
+
+from gradlab.errors import CheckFailure
+from gradlab.kinds import DIFFERENTIABLE
+from gradlab.numeric import eps_of
+from gradlab.records import table
+from gradlab.suite import Outcome, check
+
+REPEAT_ULPS = 100      # repeatable: equal to this many eps of the tensor's largest entry (BLAS may reorder sums)
+LINEAR_ULPS = 1e4      # linear: rounding of three backward calls, relative to the largest entry
+A, B = 0.5, -2.0       # exactly representable, so a*g1 + b*g2 adds no rounding of its own
+
+
+def _words(name):
+    return "the input gradient 'x' (backward's return)" if name == "x" else f"the gradient of {name!r}"
+
+
+def _run(subject, module, slots, g):
+    """One backward on a copy of g (after the forward already done): {name: float64 copy}."""
+    dx = subject.backward(module, g.copy())
+    result = {} if dx is None else {"x": dx.astype(np.float64)}
+    result.update({k: v.astype(np.float64) for k, v in subject.read_grads(slots).items()})
+    return result
+
+
+def _worst(got, want, tol_ulps, eps):
+    """(index, got, want, max |difference|, allowed) where got and want differ most, if beyond the allowance."""
+    diff = np.abs(got - want)
+    scale = max(float(np.max(np.abs(got), initial=0.0)), float(np.max(np.abs(want), initial=0.0)))
+    allowed = tol_ulps * eps * scale
+    if diff.size == 0 or float(diff.max()) <= allowed:
+        return None
+    k = int(np.argmax(diff))
+    index = tuple(int(i) for i in np.unravel_index(k, diff.shape))
+    return index, float(got.flat[k]), float(want.flat[k]), float(diff.max()), allowed
+
+
+@check("backward", needs={DIFFERENTIABLE}, forms={"module"}, order=12,
+       summary="backward is repeatable, gives zero gradients for a zero upstream gradient, and is linear in it")
+def backward(subject, rng):
+    kind = subject.kind
+    module, slots = subject.fresh(rng)
+    x = subject.make_input(rng)
+    out = subject.forward(module, x)
+    eps = max([eps_of(out.dtype)] + [eps_of(s.value.dtype) for s in slots]
+              + ([eps_of(x.dtype)] if x.dtype.kind == "f" else []))
+    g1 = rng.standard_normal(out.shape).astype(out.dtype)
+    g2 = rng.standard_normal(out.shape).astype(out.dtype)
+
+    first = _run(subject, module, slots, g1)
+    second = _run(subject, module, slots, g1)
+    zero = _run(subject, module, slots, np.zeros_like(g1))
+    other = _run(subject, module, slots, g2)
+    mixed = _run(subject, module, slots, (A * g1 + B * g2).astype(out.dtype))
+
+    failures, rows = [], []
+    for name in first:
+        row = {"tensor": name, "repeatable": True, "zero": True, "linear": True}
+        found = _worst(second[name], first[name], REPEAT_ULPS, eps)
+        if found:
+            row["repeatable"] = False
+            failures.append(("repeatable", name, found, _repeat_message(kind, name, found, first[name], second[name],
+                                                                        zero[name])))
+        z = zero[name]
+        if np.any(z != 0):
+            row["zero"] = False
+            k = int(np.argmax(np.abs(z)))
+            index = tuple(int(i) for i in np.unravel_index(k, z.shape))
+            cause = ("it still holds the previous call's gradient: backward adds into the gradients (+=) instead "
+                     "of setting them (=)" if _accumulates(second[name], z) else
+                     "backward adds something that does not depend on grad_out (weight decay, a regulariser, "
+                     "a constant?)")
+            failures.append(("zero", name, None, (
+                f"{kind.name}: backward(zeros) left {_words(name)} nonzero: {float(z.flat[k]):.6g} at index {index} "
+                f"({int(np.count_nonzero(z))} of {z.size} entries nonzero). With a zero upstream gradient every "
+                f"gradient must be exactly 0; {cause}")))
+        expected = A * first[name] + B * other[name]
+        found = _worst(mixed[name], expected, LINEAR_ULPS, eps)
+        if found and row["repeatable"] and row["zero"]:
+            row["linear"] = False
+            index, got, want, worst, allowed = found
+            failures.append(("linear", name, found, (
+                f"{kind.name}: backward is not linear in grad_out for {_words(name)}: backward({A:g}*g1 {B:+g}*g2) "
+                f"gives {got:.6g} at index {index}, but {A:g}*backward(g1) {B:+g}*backward(g2) gives {want:.6g} "
+                f"(difference {worst:.3g}, allowed {allowed:.2g}). The gradient must be a linear function of "
+                "grad_out: no clipping, abs, squaring or normalising of grad_out, no branch on its sign or size")))
+        rows.append(row)
+    views = [table("backward: properties per tensor", rows)]
+    metrics = {"tensors": len(first), "backward_calls": 5,
+               "failed_properties": ",".join(sorted({f[0] for f in failures}))}
+    if failures:
+        prop, name, _, message = failures[0]
+        others = sorted({f"{p} ({n})" for p, n, _, _ in failures[1:]})
+        also = f". Also broken: {', '.join(others)}" if others else ""
+        metrics.update({"property": prop, "tensor": name})
+        raise CheckFailure(message + also, metrics, {"views": views})
+    return Outcome(f"{len(first)} gradient{'s' if len(first) != 1 else ''}: backward twice gives the same, zeros give exact zeros, "
+                   f"and backward is linear in grad_out", metrics, {"views": views})
+
+
+def _accumulates(previous, after_zero):
+    """backward(zeros) returned what the call before it left: nothing was reset, only added to."""
+    return bool(np.any(after_zero != 0)) and np.allclose(after_zero, previous, rtol=1e-6, atol=0)
+
+
+def _repeat_message(kind, name, found, first, second, after_zero):
+    index, got, want, worst, allowed = found
+    if _accumulates(second, after_zero):
+        cause = ("backward adds into the gradient (+=) instead of setting it (=): each call piles onto the last "
+                 "(a backward with grad_out = 0 leaves it unchanged); gradlab reads the gradients after one "
+                 "backward, so set them")
+    else:
+        cause = ("backward changes something forward cached (an in-place operation such as `cache *= ...` or "
+                 "`h[h < 0] = 0` on a saved array), so the second call starts from different values")
+    return (f"{kind.name}: calling backward twice after one forward changed {_words(name)}: {want:.6g} the first "
+            f"time, {got:.6g} the second, at index {index} (difference {worst:.3g}): {cause}")

@@ -1,0 +1,29 @@
+"""Broken: backward clips the upstream gradient to [-1, 1] "for stability".
+Zero still gives zero and two calls agree, but backward is no longer linear."""
+import numpy as np
+
+import gradlab
+
+
+class Linear:
+    def __init__(self, d_in, d_out, dtype="float64"):
+        rng = np.random.default_rng(0)
+        self.params = {"weight": (rng.standard_normal((d_in, d_out)) / np.sqrt(d_in)).astype(dtype),
+                       "bias": np.zeros(d_out, dtype=dtype)}
+        self.grads = {}
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.params["weight"] + self.params["bias"]
+
+    def backward(self, g):
+        g = np.clip(g, -1.0, 1.0)
+        d_in, d_out = self.params["weight"].shape
+        self.grads["weight"] = self.x.reshape(-1, d_in).T @ g.reshape(-1, d_out)
+        self.grads["bias"] = g.reshape(-1, d_out).sum(axis=0)
+        return g @ self.params["weight"].T
+
+
+@gradlab.register("linear")
+def build(cfg):
+    return Linear(cfg.d_model, cfg.d_ff, cfg.dtype)
