@@ -116,10 +116,11 @@ def cross_entropy(logits, targets, ignore_index=None):
     t = targets.reshape(-1)
     keep = np.ones(len(t), bool) if ignore_index is None else t != ignore_index
     n = max(int(keep.sum()), 1)
-    p = softmax(z)
+    shifted = z - z.max(axis=-1, keepdims=True)              # log-sum-exp: no overflow, no log(0)
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
     rows = np.arange(len(t))[keep]
-    loss = -np.log(p[rows, t[keep]]).sum() / n
-    grad = p.copy()
+    loss = -log_p[rows, t[keep]].sum() / n
+    grad = np.exp(log_p)
     grad[rows, t[keep]] -= 1
     grad[~keep] = 0
     return loss, (grad / n).reshape(B, T, V)
