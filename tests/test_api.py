@@ -42,8 +42,8 @@ def test_impl_none_is_the_reference():
     assert [c.name for c in result.checks] == CHECKS
     assert all(c.status == "pass" for c in result.checks)
     grad = result.checks[1]
-    assert grad.name == "gradient" and "max error" in grad.message
-    assert grad.metrics["max_error"] < grad.metrics["tolerance"]
+    assert grad.name == "gradient" and grad.message
+    assert grad.metrics["max_error"] <= grad.metrics["tolerance"]
 
 
 def test_impl_as_path_and_as_module_name(monkeypatch):
@@ -144,12 +144,28 @@ def test_usage_errors(call, words):
         call()
 
 
-@pytest.mark.xfail(reason="gradient engine (numeric.compare) judges a tensor whose true gradient is all zero "
-                          "(split b_k) against its own float noise: a false alarm; its rewrite is in progress",
-                   strict=False)
 def test_student_attention_example_passes():
     """Split W_q/W_k/W_v with attribute-style gradients and a -1e9 mask: correct, so no alarm.
     Its b_k gradient is exactly zero (softmax is shift-invariant), the false-alarm trap."""
     result = gradlab.check("attention", impl=str(EXAMPLES / "student_attention.py"), checks=CHECKS, seed=0)
     assert result.passed, [c.message for c in result.checks]
     assert result["smoke"].metrics["parameters"] == 8
+
+
+@pytest.mark.parametrize("kind, impl", [
+    pytest.param("attention", "student_attention.py", marks=pytest.mark.xfail(
+        reason="checks/backward.py judges the linearity of split b_k's gradient, which is rounding noise "
+               "(true value 0: softmax is shift-invariant), against that noise's own scale (allowed 3.8e-27); "
+               "reported to the lead", strict=False)),
+    ("all", "student_modules.py"),
+])
+def test_examples_pass_every_check(kind, impl):
+    """README runs the examples without --checks: every check, not only the gradient."""
+    result = gradlab.check(kind, impl=str(EXAMPLES / impl), seed=0)
+    assert result.passed, [f"{c.name}: {c.message}" for c in result.checks if not c.ok]
+
+
+def test_broken_example_fails_only_the_gradient():
+    result = gradlab.check("attention", impl=str(EXAMPLES / "broken_attention.py"), seed=0)
+    assert [c.name for c in result.checks if not c.ok] == ["gradient"]
+    assert "'out_weight'" in result["gradient"].message

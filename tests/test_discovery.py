@@ -5,8 +5,9 @@ import pytest
 
 import gradlab
 from gradlab.discovery import arrays_at_build, find_slots
-from gradlab.loader import reference
+from gradlab.loader import load, reference
 from gradlab.runner import config_for
+from gradlab.subject import Subject
 
 
 def discover(module, x=np.ones((2, 3))):
@@ -196,18 +197,24 @@ def test_reference_lm_names_blocks_with_list_indices_and_ties_once():
 
 
 def test_student_files_expose_parameters_every_way(zoo, run):
-    """End to end, through the loader and the gradient check, with the student's names."""
+    """End to end: a student's block loaded from its file, as the checks see it."""
     result = run("block", zoo("found_block.py"), ["smoke", "gradient"])
     assert result.passed, [c.message for c in result.checks]
     assert result["smoke"].metrics["parameters"] == 12
-    names = {row["tensor"] for row in result["gradient"].details["tensors"]}
-    assert {"ln1.gamma", "attn.qkv_weight", "ffn.w1", "ln2.beta", "x"} <= names
-    assert not {n for n in names if n.endswith((".x", ".dx"))}
+    loaded = load(zoo("found_block.py"))
+    cfg = config_for("block", seed=0)
+    subject = Subject(gradlab.KINDS["block"], loaded.get("block"), cfg, loaded.name, loaded.files)
+    _, slots = subject.fresh(np.random.default_rng(0))
+    assert [s.name for s in slots] == ["ln1.gamma", "ln1.beta",                     # attribute pairs
+                                       "attn.qkv_weight", "attn.qkv_bias", "attn.out_weight", "attn.out_bias",
+                                       "ln2.gamma", "ln2.beta",
+                                       "ffn.w1", "ffn.b1", "ffn.w2", "ffn.b2"]       # parameters()/gradients()
 
 
-@pytest.mark.parametrize("kind", ["layernorm", "ffn", "attention"])
-def test_student_parts_pass(zoo, run, kind):
-    result = run(kind, zoo("found_parts.py"), ["smoke", "gradient"])
+@pytest.mark.parametrize("kind, cfg", [("layernorm", {}), ("ffn", {}), ("ffn", {"activation": "relu"}),
+                                       ("attention", {})], ids=["layernorm", "ffn", "ffn-relu", "attention"])
+def test_student_parts_pass(zoo, run, kind, cfg):
+    result = run(kind, zoo("found_parts.py"), ["smoke", "gradient"], **cfg)
     assert result.passed, [c.message for c in result.checks]
 
 

@@ -13,7 +13,7 @@ class Block:
         self.ln1 = LayerNorm(cfg.d_model, cfg.eps)
         self.attn = Attention(cfg.d_model, cfg.num_heads, rng)
         self.ln2 = LayerNorm(cfg.d_model, cfg.eps)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, rng)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, rng, cfg.activation)
 
     def forward(self, x):
         h = x + self.attn.forward(self.ln1.forward(x))

@@ -3,7 +3,8 @@ exposing its parameters a different way (CONTRACT §2):
 
 - LayerNorm: attribute pairs gamma/dgamma, beta/dbeta, and forward/backward
   caches self.x and self.dx that must NOT be taken for a parameter;
-- FeedForward: parameters() and gradients() returning dicts (ReLU: a kink);
+- FeedForward: parameters() and gradients() returning dicts; GELU, or ReLU
+  (a kink) when cfg.activation == "relu";
 - Attention: params/grads dicts, a -1e9 additive mask instead of -inf.
 """
 import numpy as np
@@ -37,7 +38,8 @@ class LayerNorm:
 
 
 class FeedForward:
-    def __init__(self, d, d_ff, rng):
+    def __init__(self, d, d_ff, rng, activation="gelu"):
+        self.relu = activation == "relu"
         self.W1 = rng.normal(0, d ** -0.5, (d, d_ff))
         self.B1 = np.zeros(d_ff)
         self.W2 = rng.normal(0, d_ff ** -0.5, (d_ff, d))
@@ -53,14 +55,23 @@ class FeedForward:
     def forward(self, x):
         self.x = x
         self.h = x @ self.W1 + self.B1
-        self.a = np.maximum(self.h, 0)
+        if self.relu:
+            self.a = np.maximum(self.h, 0)
+        else:
+            self.t = np.tanh(np.sqrt(2 / np.pi) * (self.h + 0.044715 * self.h ** 3))
+            self.a = 0.5 * self.h * (1 + self.t)
         return self.a @ self.W2 + self.B2
 
     def backward(self, dy):
         D, F = self.W1.shape
         self.g["w2"] = self.a.reshape(-1, F).T @ dy.reshape(-1, D)
         self.g["b2"] = dy.reshape(-1, D).sum(0)
-        dh = (dy @ self.W2.T) * (self.h > 0)
+        if self.relu:
+            dh = (dy @ self.W2.T) * (self.h > 0)
+        else:
+            h, t = self.h, self.t
+            dh = (dy @ self.W2.T) * (0.5 * (1 + t) + 0.5 * h * (1 - t * t) * np.sqrt(2 / np.pi)
+                                     * (1 + 3 * 0.044715 * h * h))
         self.g["w1"] = self.x.reshape(-1, D).T @ dh.reshape(-1, F)
         self.g["b1"] = dh.reshape(-1, F).sum(0)
         return dh @ self.W1.T
@@ -120,7 +131,7 @@ def build_layernorm(cfg):
 
 @gradlab.register("ffn")
 def build_ffn(cfg):
-    return FeedForward(cfg.d_model, cfg.d_ff, np.random.default_rng(cfg.seed))
+    return FeedForward(cfg.d_model, cfg.d_ff, np.random.default_rng(cfg.seed), cfg.activation)
 
 
 @gradlab.register("attention")
