@@ -1,0 +1,59 @@
+"""`backward`: repeatable, zero in -> zero out, linear in grad_out."""
+import pytest
+
+from gradlab.kinds import DIFFERENTIABLE, KINDS
+
+MODULE_KINDS = [k for k, s in KINDS.items() if DIFFERENTIABLE in s.tags and s.form == "module"]
+
+
+def backward_record(run, kind, impl=None, seed=0, **cfg):
+    return run(kind, impl, ["backward"], seed=seed, **cfg)["backward"]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("kind", MODULE_KINDS)
+def test_reference_modules_pass(run, kind, dtype):
+    for seed in range(5):
+        record = backward_record(run, kind, seed=seed, dtype=dtype)
+        assert record.status == "pass", record.message
+
+
+def test_does_not_apply_to_functions_and_optimizers(run):
+    assert backward_record(run, "cross_entropy").status == "skip"
+    assert backward_record(run, "adam").status == "skip"
+
+
+@pytest.mark.parametrize("kind, name", [
+    ("linear", "backward_ok_linear_attributes.py"), ("attention", "grad_ok_attention_einsum.py"),
+    ("attention", "grad_ok_attention_mask_1e9.py"), ("ffn", "grad_ok_ffn_relu.py"),
+])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_correct_variants_pass(run, zoo, kind, name, dtype):
+    record = backward_record(run, kind, zoo(name), dtype=dtype)
+    assert record.status == "pass", record.message
+
+
+@pytest.mark.parametrize("kind, name, prop, words", [
+    ("linear", "backward_bad_linear_accumulate.py", "repeatable",
+     ["calling backward twice", "the gradient of 'weight'", "+=", "instead of setting it", "index"]),
+    ("ffn", "backward_bad_ffn_stale_cache.py", "repeatable",
+     ["calling backward twice", "'x'", "cached", "in-place"]),
+    ("linear", "backward_bad_linear_weight_decay.py", "zero",
+     ["backward(zeros)", "the gradient of 'weight'", "nonzero", "weight decay"]),
+    ("linear", "backward_bad_linear_clip.py", "linear",
+     ["not linear in grad_out", "clipping", "index"]),
+])
+def test_broken_backward_names_the_property_and_tensor(run, zoo, kind, name, prop, words):
+    record = backward_record(run, kind, zoo(name))
+    assert record.status == "fail", record.message
+    assert record.metrics["property"] == prop
+    assert record.message.startswith(f"{kind}: ")
+    for word in words:
+        assert word in record.message, (word, record.message)
+
+
+def test_accumulating_backward_is_also_reported_by_the_zero_property(run, zoo):
+    record = backward_record(run, "linear", zoo("backward_bad_linear_accumulate.py"))
+    assert "zero (weight)" in record.message and "zero" in record.metrics["failed_properties"]
+    rows = {r["tensor"]: r for r in record.details["views"][0]["rows"]}
+    assert rows["weight"] == {"tensor": "weight", "repeatable": False, "zero": False, "linear": None}
