@@ -253,10 +253,10 @@ def test_done_when_student_files_outside_the_repo_from_another_cwd(tmp_path):
     outside, elsewhere = tmp_path / "student", tmp_path / "elsewhere"
     outside.mkdir()
     elsewhere.mkdir()
-    good = shutil.copy(EXAMPLES / "student_modules.py", outside / "my_modules.py")
-    bad = shutil.copy(EXAMPLES / "broken_attention.py", outside / "my_attention.py")
+    good = shutil.copy(EXAMPLES / "student_attention.py", outside / "my_attention.py")
+    bad = shutil.copy(EXAMPLES / "broken_attention.py", outside / "my_broken_attention.py")
 
-    code, out, err = run_command("check", "layernorm", "--impl", str(good), "--checks", CHECKS, cwd=elsewhere)
+    code, out, err = run_command("check", "attention", "--impl", str(good), "--checks", CHECKS, cwd=elsewhere)
     assert code == 0, out + err
     code, out, err = run_command("check", "attention", "--impl", os.path.relpath(bad, elsewhere),
                                  "--checks", CHECKS, "--seed", "0", cwd=elsewhere)
