@@ -32,7 +32,7 @@ def test_reference_passes_and_keeps_both_curves(run, kind, dtype):
 @pytest.mark.parametrize("kind, name, words", [
     ("layernorm", "overfit_layernorm_nodx.py", ["layernorm", "ln_f", "the loss went", "your backward", "dL/dx"]),
     ("adam", "overfit_adam_return.py", ["your adam", "less than half as fast", "every parameter is updated"]),
-    ("lm", "overfit_lm_order.py", ["your lm", "reference's loss after 20 steps"]),
+    ("lm", "overfit_lm_order.py", ["your lm", "reference's loss after 15 steps"]),
     ("sgd", "overfit_sgd_ascent.py", ["the loss went up", "sign of the update"]),
 ])
 def test_broken_fail(run, zoo, kind, name, words):
