@@ -32,7 +32,7 @@ from gradlab.errors import CheckFailure, StudentError
 from gradlab.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, LOSS, TOKEN_IDS
 from gradlab.numeric import EPS, Engine, Tensor, eps_of, random_direction
 from gradlab.records import heatmap, table, text
-from gradlab.subject import Subject, call_cross_entropy
+from gradlab.subject import Subject, call_cross_entropy, randomize_params
 from gradlab.suite import Outcome, check
 
 FULL_MAP_MAX_ELEMENTS = 2048   # per-element map (2 forwards per element) up to this size; bisection above
@@ -52,6 +52,7 @@ class Problem:
         self.numerics = numerics      # a phrase: where the numerical side was computed
         self.context = context        # for gradlab.diagnosis
         self.label = label            # e.g. " with ignore_index=0"
+        self.f0 = None                # f at the unperturbed point, when already known
 
 
 def _eps(*arrays):
@@ -60,26 +61,75 @@ def _eps(*arrays):
 
 # ---- module kinds -------------------------------------------------------------
 
+class FastNormals:
+    """rng.standard_normal(shape) with Gaussian marginals at a fraction of the cost
+    (random signs times magnitudes from a fixed Gaussian pool, see
+    gradlab.numeric.random_direction): drawing 20,000 fresh normals costs more
+    than a forward pass of the attention the issue benchmarks."""
+
+    def __init__(self, rng, prefetch=0):
+        self.rng = rng
+        self._block = random_direction(rng, (prefetch,), floor=0.0) if prefetch else np.zeros(0)
+        self._used = 0
+
+    def standard_normal(self, shape=()):
+        n = int(np.prod(shape))
+        if self._used + n <= self._block.size:     # one draw for many small arrays
+            self._used += n
+            return self._block[self._used - n:self._used].reshape(shape)
+        return random_direction(self.rng, shape, floor=0.0)
+
+
+def split_direction(rng, tensors):
+    """One random direction over all tensors, drawn at once and cut into their shapes."""
+    flat = random_direction(rng, (sum(t.array.size for t in tensors),))
+    out, start = [], 0
+    for t in tensors:
+        out.append(flat[start:start + t.array.size].reshape(t.array.shape))
+        start += t.array.size
+    return out
+
+
 class ModuleSetup:
     """A randomised instance of the student's module, and (for a float32 module)
     a float64 copy holding the same parameters, for the numerical side."""
 
     def __init__(self, subject, rng):
         self.subject = subject
-        self.module, self.slots = subject.fresh(rng)
         self.twin = None
         self.note = None    # why the numerics could not move to float64
-        self.calls = 2      # module calls so far: fresh() runs one forward and one backward
+        # Parameters in params dicts or parameters() are visible right after build: randomise
+        # them at once and save fresh()'s probing forward and backward. Attribute pairs (w, dw)
+        # only show after a backward; problem() verifies the list and falls back to fresh().
+        self.module = subject.build()
+        self.slots = subject.slots(self.module)
+        self.calls = 0
+        self.verified = False
+        if self.slots:
+            randomize_params(self.slots, FastNormals(rng, sum(sl.value.size for sl in self.slots)))
+        else:
+            self._fresh(rng)
+
+    def _fresh(self, rng):
+        self.module, self.slots = self.subject.fresh(rng)
+        self.calls += 2      # fresh() runs one forward and one backward
+        self.verified = True
 
     def problem(self, rng):
         s, kind = self.subject, self.subject.kind
         x = s.make_input(rng)
         out = s.forward(self.module, x)
-        g = rng.standard_normal(out.shape).astype(out.dtype)     # the g backward sees...
+        g = FastNormals(rng).standard_normal(out.shape).astype(out.dtype)   # the g backward sees...
         g64 = g.astype(np.float64)                               # ...is exactly the g in f
         dx = s.backward(self.module, g.copy())
-        grads = s.read_grads(self.slots)
         self.calls += 2
+        if not self.verified:
+            after = [sl.name for sl in s.slots(self.module)]
+            self.verified = True
+            if after != [sl.name for sl in self.slots]:      # more parameters showed after backward
+                self._fresh(rng)
+                return self.problem(rng)
+        grads = s.read_grads(self.slots)
         analytical = ([("x", x, dx)] if kind.has(INPUT_GRAD) else []) + \
                      [(sl.name, sl.value, grads[sl.name]) for sl in self.slots]
         context = {"cfg": s.cfg, "x": x, "g": g64}
@@ -107,9 +157,15 @@ class ModuleSetup:
             eps_num = own_eps
             numerics = "float64" if eps_num <= EPS["float64"] else \
                 f"{low} (looser tolerance: {self.note or 'the module computes in float32'})"
-        tensors = [Tensor(name, arr, a.astype(np.float64)) for (name, _, a), arr in zip(analytical, arrays)]
-        f_abs = float(np.sum(np.abs(out.astype(np.float64) * g64)))
-        return Problem(tensors, f, f_abs, eps_num, eps_an, numerics, context)
+        # read_grads returned copies; dx is the student's own array (a view of a cache, maybe): copy it
+        tensors = [Tensor(name, arr, a.astype(np.float64, copy=name == "x"))
+                   for (name, _, a), arr in zip(analytical, arrays)]
+        terms = out.astype(np.float64) * g64
+        f_abs = float(np.sum(np.abs(terms)))
+        problem = Problem(tensors, f, f_abs, eps_num, eps_an, numerics, context)
+        if self.twin is None:
+            problem.f0 = float(np.sum(terms))    # exactly what f() computes at the unperturbed point
+        return problem
 
     def _objective(self, module, x, g64):
         s = self.subject
@@ -296,8 +352,9 @@ def judge(subject, setup, rng):
     kink_at = []
     while True:
         problem = setup.problem(rng)
-        engine = Engine(problem.f, problem.tensors, problem.eps_numeric, problem.eps_analytical, problem.f_abs)
-        dirs = [random_direction(rng, t.array.shape) for t in problem.tensors]
+        engine = Engine(problem.f, problem.tensors, problem.eps_numeric, problem.eps_analytical, problem.f_abs,
+                        f0=problem.f0)
+        dirs = split_direction(rng, problem.tensors)
         joint = engine.directional(dirs)
         if joint.kinky and resamples < MAX_RESAMPLES:
             kink_at.append(f"slope jump {joint.kink:.3g}")

@@ -39,7 +39,7 @@ DIRECTION_FLOOR = 0.5        # |d_i| >= this: no element hides behind a near-zer
 SAFETY = 10.0                # tolerance = SAFETY x the measured numerical error
 ANALYTICAL_ROUNDING = 8.0    # the analytical side may be off by this x eps x (sum|a_i d_i| + 4 max|a| |d|)
 ELEMENT_ROUNDING = 64.0      # per element: this x eps(analytical) x the tensor's largest gradient
-STEP = {"float64": 1e-5, "float32": 3e-3}          # first directional step, by numerics dtype
+STEP = {"float64": 3e-6, "float32": 3e-3}          # first directional step, by numerics dtype
 ELEMENT_STEP = {"float64": 1e-6, "float32": 3e-3}  # per-element step (relative to max(1, |value|))
 TARGET_RESOLUTION = 1e-5     # shrink the step once if one typical element's error of this size would hide
 KINK_FRACTION = 0.1          # a kink explains a failure when its jump is >= this fraction of it
@@ -48,14 +48,39 @@ NOISE_CAP = 100.0            # f's measured rounding noise is trusted up to this
 MAX_GROUPS = 4               # bisection follows at most this many failing groups per level
 
 
+_EPS_BY_DTYPE = {np.dtype(name): value for name, value in EPS.items()}
+
+
 def eps_of(dtype):
-    return EPS.get(np.dtype(dtype).name, EPS["float32"])
+    return _EPS_BY_DTYPE.get(dtype if isinstance(dtype, np.dtype) else np.dtype(dtype), EPS["float32"])
+
+
+_POOL_SIZE = 1 << 16
+_pool = None
 
 
 def random_direction(rng, shape, floor=DIRECTION_FLOOR):
-    """Zero-mean Gaussian with a magnitude floor: sign(z) * max(|z|, floor)."""
-    z = rng.standard_normal(shape)
-    return np.where(z < 0, -1.0, 1.0) * np.maximum(np.abs(z), floor)
+    """Zero-mean Gaussian with a magnitude floor: sign(z) * max(|z|, floor).
+
+    Drawn as an independent random sign per component (one random bit each)
+    times a Gaussian magnitude read from a fixed pool of 65,536 draws at a
+    random offset (floor=0 gives plain standard normals). The signs carry the randomness that matters (no bug can
+    line up with them); fresh normals for every run would cost more than the
+    module calls of a small check."""
+    global _pool
+    if _pool is None:
+        magnitudes = np.abs(np.random.default_rng(20240611).standard_normal(_POOL_SIZE))
+        _pool = np.concatenate([magnitudes, magnitudes])
+    n = int(np.prod(shape))
+    if n > _POOL_SIZE:
+        reps = -(-n // _POOL_SIZE)
+        return np.concatenate([random_direction(rng, (_POOL_SIZE,), floor) for _ in range(reps)])[:n].reshape(shape)
+    offset = int(rng.integers(0, _POOL_SIZE))
+    d = np.maximum(_pool[offset:offset + n], floor)
+    signs = np.unpackbits(np.frombuffer(rng.bytes((n + 7) // 8), dtype=np.uint8), count=n).astype(np.uint64)
+    signs <<= np.uint64(63)
+    d.view(np.uint64)[...] ^= signs                 # flip the sign bit where the random bit is 1
+    return d.reshape(shape)
 
 
 @dataclass
@@ -141,12 +166,13 @@ class Engine:
     """Directional checks, bisection and per-element maps over `tensors`, with
     f() evaluated from the arrays' current contents.
 
+    f0: f() at the unperturbed arrays, if the caller already has it (computed exactly as f() would);
     eps_numeric: the rounding unit of f's arithmetic (the dtype the numerics run in);
     eps_analytical: that of the analytical gradients (the student's dtype);
     f_abs: the size of the terms summed into f (e.g. sum |out * g|), for a floor on f's noise.
     """
 
-    def __init__(self, f, tensors, eps_numeric, eps_analytical, f_abs, step=None, element_step=None):
+    def __init__(self, f, tensors, eps_numeric, eps_analytical, f_abs, step=None, element_step=None, f0=None):
         self._f = f
         self.tensors = tensors
         self.eps_numeric = eps_numeric
@@ -158,8 +184,9 @@ class Engine:
         self.calls = 0
         self.noise_f = eps_numeric * self.f_abs   # rounding noise of f: a floor, raised by every measurement
         self._originals = [t.array.copy() for t in tensors]
-        self._originals64 = [o.astype(np.float64) for o in self._originals]
-        self.f0 = self.evaluate()
+        self._originals64 = [o if o.dtype == np.float64 else o.astype(np.float64) for o in self._originals]
+        # f at the unperturbed point; a caller that just ran forward there may pass it in (one call saved)
+        self.f0 = self.evaluate() if f0 is None else float(f0)
 
     # ---- evaluating f at perturbed points, restoring exactly ---------------
     def evaluate(self):
@@ -176,10 +203,15 @@ class Engine:
                 if d is None:
                     continue
                 t = self.tensors[i]
-                written = (self._originals64[i] + s * d).astype(t.array.dtype)
+                moved = d * s
+                moved += self._originals64[i]
                 touched.append(i)
-                t.array[...] = written
-                dot += float(np.sum(t.analytical * (written.astype(np.float64) - self._originals64[i])))
+                t.array[...] = moved                      # rounds to the array's dtype
+                if t.array.dtype != np.float64:
+                    moved[...] = t.array                  # the value actually written
+                moved -= self._originals64[i]             # the step actually taken
+                moved *= t.analytical
+                dot += float(moved.sum())
             yield dot
         finally:
             for i in touched:
@@ -203,7 +235,7 @@ class Engine:
             magnitude += part
             # each element may be off by a few eps of the tensor's largest entry (sums that cancel):
             # those errors add up like a random walk, hence the norm of d
-            rounding += part + 4 * float(np.max(np.abs(t.analytical), initial=0.0)) * float(np.linalg.norm(d))
+            rounding += part + 4 * float(np.max(np.abs(t.analytical), initial=0.0)) * float(np.sqrt(np.sum(d * d)))
             count += int(np.count_nonzero(d))
         self._rounding = ANALYTICAL_ROUNDING * self.eps_analytical * rounding
         result = self._directional(dirs, h, magnitude, count)
