@@ -313,10 +313,10 @@ def _index_text(kind, cfg, name, shape, index):
 
 def _tensor_words(name):
     if name == "x":
-        return "the input gradient 'x' (what backward returns)"
+        return "input gradient 'x' (what backward returns)"
     if name == "logits":
         return "grad_logits (the gradient it returns)"
-    return f"the gradient of {name!r}"
+    return f"gradient of {name!r}"
 
 
 def _tensors(n):
@@ -365,7 +365,7 @@ def judge(subject, setup, rng):
     names = [t.name for t in problem.tensors]
     metrics = {"max_error": joint.error, "tolerance": joint.relative_tolerance, "resolution": joint.resolution,
                "step": joint.step, "numerics": problem.numerics, "kink_resamples": resamples,
-               "tensors": len(names), "seed": cfg.seed}
+               "tensors": len(names), "replay_seed": cfg.seed}
     kink_note = (f"; drew a new input {resamples} time(s) after a kink (a point where f is not differentiable, "
                  f"e.g. ReLU at exactly 0 or a tie in a max) made finite differences meaningless there"
                  if resamples else "")

@@ -210,8 +210,7 @@ class Engine:
                 if t.array.dtype != np.float64:
                     moved[...] = t.array                  # the value actually written
                 moved -= self._originals64[i]             # the step actually taken
-                moved *= t.analytical
-                dot += float(moved.sum())
+                dot += float(np.vdot(t.analytical, moved))
             yield dot
         finally:
             for i in touched:
