@@ -285,7 +285,7 @@ def where(kind, cfg, name, shape, index):
 
     if name == "x" and len(shape) == 3:
         b, t, j = index
-        return f"batch {b}, position {t}, feature {j}" + (f" ({head_dim(j)})" if heads else "")
+        return f"batch {b}, position {t}, feature {j}" + (f" = {head_dim(j)}" if heads else "")
     if name == "logits" and len(shape) == 3:
         b, t, v = index
         return f"batch {b}, position {t}, class {v}"
@@ -386,8 +386,8 @@ def judge(subject, setup, rng):
                 "views": [table(f"gradient{problem.label}: directional check", rows)]}
     # ---- failure: which tensors, which elements --------------------------------
     per = [engine.directional(engine.tensor_dirs(dirs, {i})) for i in range(len(names))]
-    bad = sorted((i for i, r in enumerate(per) if not r.ok and not r.kinky),
-                 key=lambda i: -abs(per[i].residual) / per[i].tolerance)
+    # the most wrong first: the error relative to the tensor's own gradient size
+    bad = sorted((i for i, r in enumerate(per) if not r.ok and not r.kinky), key=lambda i: -per[i].error)
     if not bad:
         if joint.kinky:
             raise CheckFailure(
