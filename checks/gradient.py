@@ -31,7 +31,7 @@ from gradlab import diagnosis
 from gradlab.errors import CheckFailure, StudentError
 from gradlab.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, LOSS, TOKEN_IDS
 from gradlab.numeric import EPS, Engine, Tensor, eps_of, random_direction
-from gradlab.records import heatmap, table, text
+from gradlab.records import heatmap, table
 from gradlab.subject import Subject, call_cross_entropy, randomize_params
 from gradlab.suite import Outcome, check
 
