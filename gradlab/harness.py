@@ -24,24 +24,34 @@ class _Timeout(BaseException):
     in student code cannot swallow it."""
 
 
+_armed = False   # True only while a guarded call runs under a time limit
+
+
+def _on_alarm(signum, frame):
+    if _armed:
+        raise _Timeout()
+
+
 @contextlib.contextmanager
 def time_limit(seconds):
     """Interrupt the block after `seconds` (main thread only: elsewhere, and for
-    a call stuck inside one C routine, it cannot interrupt)."""
+    a call stuck inside one C routine, it cannot interrupt). The handler is
+    installed once and stays (it does nothing unless armed): re-installing it
+    around every call into student code cost more than a small module's forward."""
+    global _armed
     if not seconds or threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def on_alarm(signum, frame):
-        raise _Timeout()
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
+    if signal.getsignal(signal.SIGALRM) is not _on_alarm:
+        signal.signal(signal.SIGALRM, _on_alarm)
+    outer = _armed
+    _armed = True
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        _armed = outer
 
 
 _timeout = DEFAULT_TIMEOUT
