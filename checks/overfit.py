@@ -21,10 +21,12 @@ from gradlab.weights import load_reference, named_params
 
 STEPS = 30
 LR = 0.02            # Adam's step size for the module runs (optimizer kinds use their own cfg)
-# The bar: learn at least half as fast as the reference. After STEPS steps the
-# student's loss must be at most the reference's loss after STEPS * SPEED steps
-# (read off the reference's own curve). Correct implementations follow the
-# reference's curve almost exactly; this leaves room for rounding and chaos.
+# The bar: learn at least half as fast as the reference. Within STEPS steps the
+# student's lowest loss must be at most the reference's loss after STEPS * SPEED
+# steps (read off the reference's own curve). The lowest, not the last: SGD with
+# momentum oscillates on some seeds, and the reference must pass its own bar.
+# Correct implementations follow the reference's curve almost exactly; this
+# leaves room for rounding and chaos.
 SPEED = 0.5
 
 # Where a kind sits in the tiny LM (dotted paths; {i} runs over the blocks).
@@ -102,7 +104,8 @@ def _judge(kind, setting, theirs, ours):
     if drop <= 0:
         raise CheckSkipped(f"{kind.name}: the reference run did not learn the tiny batch either "
                            f"(loss {ours[0]:.4g} -> {ours[-1]:.4g}); nothing to compare with at these sizes")
-    metrics = {"steps": len(ours) - 1, "final_loss": theirs[-1], "reference_final_loss": ours[-1],
+    metrics = {"steps": len(ours) - 1, "final_loss": theirs[-1], "lowest_loss": min(theirs),
+               "reference_final_loss": ours[-1],
                "limit": limit, "limit_step": bar_step, "reference_drop": drop}
     start = ("" if abs(theirs[0] - ours[0]) <= 1e-4 * max(1.0, abs(ours[0])) else
              f"; your first loss {theirs[0]:.6g} already differs from the reference's {ours[0]:.6g} from the same "
@@ -111,7 +114,7 @@ def _judge(kind, setting, theirs, ours):
         k = int(np.argmin(np.isfinite(theirs)))
         raise CheckFailure(f"{kind.name}: training {setting}: the loss became {theirs[k]} at step {k} "
                            f"(the reference went {ours[0]:.4g} -> {ours[-1]:.4g})" + start, metrics, details)
-    if theirs[-1] > limit:
+    if min(theirs) > limit:
         why = "the loss went up" if theirs[-1] > theirs[0] else "it learns less than half as fast"
         look = ("look at step(params, grads): the sign of the update, and whether every parameter is updated"
                 if kind.form == "optimizer" else
@@ -120,7 +123,7 @@ def _judge(kind, setting, theirs, ours):
         raise CheckFailure(
             f"{kind.name}: training {setting} for {len(ours) - 1} steps on a tiny batch: the loss went "
             f"{theirs[0]:.4g} -> {theirs[-1]:.4g}, the reference's {ours[0]:.4g} -> {ours[-1]:.4g} ({why}; needed: "
-            f"at most {limit:.4g}, the reference's loss after {bar_step} steps); {look}" + start, metrics, details)
+            f"a loss of at most {limit:.4g} at some step, the reference's loss after {bar_step} steps); {look}" + start, metrics, details)
     return Outcome(f"{setting}: loss {theirs[0]:.4g} -> {theirs[-1]:.4g} in {len(ours) - 1} steps "
                    f"(reference {ours[0]:.4g} -> {ours[-1]:.4g}; bar: the reference's {limit:.4g} after {bar_step} "
                    "steps)", metrics, details)
