@@ -32,13 +32,13 @@ from gradlab.errors import CheckFailure, StudentError
 from gradlab.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, LOSS, TOKEN_IDS
 from gradlab.numeric import EPS, Engine, Tensor, eps_of, random_direction
 from gradlab.records import heatmap, table
-from gradlab.subject import Subject, call_cross_entropy, randomize_params
+from gradlab.subject import (IGNORE_INDEX, Subject, call_cross_entropy, loss_inputs, randomize_params,
+                             with_ignored)
 from gradlab.suite import Outcome, check
 
 FULL_MAP_MAX_ELEMENTS = 2048   # per-element map (2 forwards per element) up to this size; bisection above
 MAX_LOCALISED = 3              # failing tensors whose elements are localised (the worst first)
 MAX_RESAMPLES = 3              # new inputs drawn after a kink
-IGNORE_INDEX = 0               # a padding id inside the vocabulary, as the reference check uses
 TWIN_MATCH = 1e-3              # float64 copy's output must match the float32 module's to this fraction
 
 
@@ -233,14 +233,12 @@ class LossSetup:
 
     def problem(self, rng):
         s, cfg = self.subject, self.subject.cfg
-        logits = (2 * rng.standard_normal(s.kind.input_shape(cfg))).astype(cfg.np_dtype)
-        targets = rng.integers(1, cfg.vocab_size, size=logits.shape[:-1])
+        logits, targets = loss_inputs(s, rng)
         label = ""
         if self.ignore_index is not None:
-            flat = targets.reshape(-1)
-            flat[rng.choice(flat.size, size=max(2, flat.size // 3), replace=False)] = self.ignore_index
-            label = f" with ignore_index={self.ignore_index} ({int((flat == self.ignore_index).sum())} of " \
-                    f"{flat.size} targets ignored)"
+            targets = with_ignored(targets, rng)
+            label = f" with ignore_index={self.ignore_index} ({int((targets == self.ignore_index).sum())} of " \
+                    f"{targets.size} targets ignored)"
         loss, grad = call_cross_entropy(s, logits, targets, self.ignore_index)
         self.calls += 1
         arr, eps_num, numerics = logits, _eps(logits, grad), None

@@ -17,7 +17,7 @@ from gradlab.errors import CheckFailure
 from gradlab.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILITIES, TOKEN_IDS
 from gradlab.loader import reference as reference_impl
 from gradlab.records import heatmap, table
-from gradlab.subject import call_cross_entropy, call_softmax
+from gradlab.subject import IGNORE_INDEX, call_cross_entropy, call_softmax, loss_inputs, with_ignored
 from gradlab.suite import Outcome, check
 from gradlab.weights import load_reference, named_params, random_reference
 
@@ -25,7 +25,12 @@ from gradlab.weights import load_reference, named_params, random_reference
 # is computed in float64 from the very numbers the student gets, so float32
 # students are judged by float32's own rounding, not by a second rounding.
 TOLERANCE = {"float64": 1e-9, "float32": 5e-5}
-IGNORE_INDEX = 0   # a padding id inside the vocabulary, as in most course code
+
+
+def _tolerance(cfg, *outputs):
+    """By the coarsest float the student actually computed in: a module that works
+    in float32 whatever cfg.dtype says is correct, and judged by float32 rounding."""
+    return max(TOLERANCE.get(a.dtype.name, TOLERANCE["float32"]) for a in (np.empty(0, cfg.np_dtype), *outputs))
 
 
 @check("reference", any_of={DIFFERENTIABLE, PROBABILITIES}, forms={"module", "function"}, order=30,
@@ -43,13 +48,14 @@ def reference(subject, rng):
 
 def _module(subject, rng):
     kind, cfg = subject.kind, subject.cfg
-    tol = TOLERANCE[cfg.np_dtype.name]
     ref = random_reference(kind, cfg, rng, dtype="float64")
     module, slots = subject.fresh(rng, randomize=False)
     ref_params = {name: value.astype(cfg.np_dtype) for name, value in named_params(ref).items()}
     how = load_reference(subject, module, slots, ref_params)
     x = subject.make_input(rng)
-    got = subject.forward(module, x).astype(np.float64)
+    out = subject.forward(module, x)
+    tol = _tolerance(cfg, out)
+    got = out.astype(np.float64)
     want = ref.forward(x if kind.has(TOKEN_IDS) else x.astype(np.float64))
     rows = [_row("output", got, want, tol)]
     attn_note = ""
@@ -312,9 +318,10 @@ VARIANTS = {
 
 def _softmax(subject, rng):
     cfg = subject.cfg
-    tol = TOLERANCE[cfg.np_dtype.name]
     x = (2 * rng.standard_normal(subject.kind.input_shape(cfg))).astype(cfg.np_dtype)
-    got = call_softmax(subject, x).astype(np.float64)
+    out = call_softmax(subject, x)
+    tol = _tolerance(cfg, out)
+    got = out.astype(np.float64)
     want = reference_impl().get(subject.kind.name).target(x.astype(np.float64))
     row = _row("softmax(x)", got, want, tol)
     details = {"views": [table("per-output error", [row]), _heatmap(got, want, row)]}
@@ -364,16 +371,14 @@ def _best_variant(got, variants, atol, err_ref):
 def _loss(subject, rng):
     """Loss and grad_logits, without and with ignore_index, against the reference."""
     kind, cfg = subject.kind, subject.cfg
-    tol = TOLERANCE[cfg.np_dtype.name]
+    tol = _tolerance(cfg)
     ref_fn = reference_impl().get(kind.name).target
-    logits = (2 * rng.standard_normal(kind.input_shape(cfg))).astype(cfg.np_dtype)
-    targets = rng.integers(1, cfg.vocab_size, size=logits.shape[:-1])
-    padded = targets.copy()
-    flat = padded.reshape(-1)
-    flat[rng.choice(flat.size, size=max(2, flat.size // 3), replace=False)] = IGNORE_INDEX
+    logits, targets = loss_inputs(subject, rng)
+    padded = with_ignored(targets, rng)
     rows, failures = [], []
     for ignore, tg in ((None, targets), (IGNORE_INDEX, padded)):
         loss, grad = call_cross_entropy(subject, logits, tg, ignore)
+        tol = max(tol, _tolerance(cfg, grad))
         want_loss, want_grad = ref_fn(logits.astype(np.float64), tg, ignore_index=ignore)
         suffix = "" if ignore is None else f" with ignore_index={ignore}"
         for name, got, want in ((f"loss{suffix}", np.float64(loss), np.float64(want_loss)),

@@ -49,6 +49,9 @@ class Config:
         for name in ("batch_size", "seq_len", "d_model", "num_heads", "d_ff", "vocab_size", "max_len", "n_layers"):
             if getattr(self, name) < 1:
                 raise UsageError(f"{name}={getattr(self, name)} must be at least 1")
+        if self.vocab_size < 2:
+            raise UsageError(f"vocab_size={self.vocab_size}: a vocabulary needs at least 2 tokens to predict "
+                             "(and one of them serves as the ignored padding id); e.g. --set vocab_size=11")
         if self.d_model % self.num_heads:
             raise UsageError(f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}; "
                              "pick d_model as a multiple of num_heads")

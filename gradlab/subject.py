@@ -110,6 +110,26 @@ def call_softmax(subject, x):
     return as_float_array(out, "softmax(x)", x.shape)
 
 
+IGNORE_INDEX = 0   # the padding id the checks ignore: inside the vocabulary, as in most course code
+
+
+def loss_inputs(subject, rng):
+    """(logits (B, T, V) in cfg.dtype, int targets avoiding IGNORE_INDEX) for a loss kind."""
+    cfg = subject.cfg
+    logits = (2 * rng.standard_normal(subject.kind.input_shape(cfg))).astype(cfg.np_dtype)
+    return logits, rng.integers(IGNORE_INDEX + 1, cfg.vocab_size, size=logits.shape[:-1])
+
+
+def with_ignored(targets, rng):
+    """A copy of targets with about a third (at least one, never all) set to
+    IGNORE_INDEX, so both the ignored and the counted paths are exercised."""
+    padded = targets.copy()
+    flat = padded.reshape(-1)
+    count = min(max(1, flat.size // 3), flat.size - 1)
+    flat[rng.choice(flat.size, size=count, replace=False)] = IGNORE_INDEX
+    return padded
+
+
 def call_cross_entropy(subject, logits, targets, ignore_index=None):
     """-> (loss as float, grad_logits), validated."""
     kwargs = {} if ignore_index is None else {"ignore_index": ignore_index}

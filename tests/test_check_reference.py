@@ -136,3 +136,9 @@ def test_weights_are_written_into_the_students_own_arrays():
     for name, array in before.items():
         assert module.params[name] is array                      # not rebound
         np.testing.assert_array_equal(array, ref.params[name])   # but holding the reference's values
+
+
+def test_module_computing_in_float32_is_judged_by_float32_rounding(zoo, run):
+    """It ignores cfg.dtype and works in float32: correct, so no alarm in a float64 run."""
+    result = run("linear", zoo("grad_ok_linear_float32_only.py"), ["reference"], dtype="float64")
+    assert result["reference"].status == "pass", result["reference"].message
