@@ -7,7 +7,20 @@
 
     result = gradlab.check("attention", impl="my_attention.py")
 """
-from .config import Config
+import os as _os
+
+# An installed gradlab holds gradlab.modules and gradlab.checks (pyproject maps the
+# repository's top-level modules/ and checks/ into the package). Imported straight
+# from a source checkout (`python -m pytest` or `python -m gradlab` in the repository,
+# which put the checkout first on sys.path), they sit beside this folder instead:
+# let the package find them there, so the checkout behaves like the installed package.
+_checkout = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if (not _os.path.isdir(_os.path.join(__path__[0], "modules"))
+        and _os.path.isfile(_os.path.join(_checkout, "modules", "__init__.py"))
+        and _os.path.isfile(_os.path.join(_checkout, "checks", "__init__.py"))):
+    __path__.append(_checkout)
+
+from .config import Config  # noqa: E402
 from .errors import CheckFailure, GradlabError, StudentError, UsageError
 from .kinds import KINDS
 from .registry import register
