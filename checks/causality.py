@@ -5,21 +5,11 @@ and float64), so the tolerance is only a guard against rounding noise."""
 import numpy as np
 
 from gradlab.errors import CheckFailure, CheckSkipped
-from gradlab.kinds import ATTN_WEIGHTS, CAUSAL, TOKEN_IDS
+from gradlab.influence import influence_matrix
+from gradlab.kinds import ATTN_WEIGHTS, CAUSAL
 from gradlab.records import heatmap
 from gradlab.suite import Outcome, check
 
-TOLERANCE = {"float64": 1e-12, "float32": 1e-6}   # relative to the size of the output
-
-
-def perturb_position(kind, cfg, x, t, rng):
-    """A copy of x with position t changed in every sample (a different id for token kinds)."""
-    y = x.copy()
-    if kind.has(TOKEN_IDS):
-        y[:, t] = (y[:, t] + rng.integers(1, cfg.vocab_size, size=y.shape[0])) % cfg.vocab_size
-    else:
-        y[:, t] = y[:, t] + rng.standard_normal(y[:, t].shape).astype(y.dtype)
-    return y
 
 
 def _hint(kind, module, cfg):
@@ -46,15 +36,8 @@ def causality(subject, rng):
         raise CheckSkipped(f"{kind.name}: seq_len={T}: causality needs at least 2 positions (--set seq_len=5)")
     module, _ = subject.fresh(rng)
     x = subject.make_input(rng)
-    base = subject.forward(module, x.copy()).astype(np.float64)           # (B, T, ...); copies: see input_mutation
-    scale = max(float(np.abs(base).max()), 1.0)
-    tol = TOLERANCE.get(cfg.np_dtype.name, 1e-6) * scale
     # change[r, c]: how much the output at position r moved when the input at position c was perturbed
-    change = np.zeros((T, T))
-    for c in range(T):
-        out = subject.forward(module, perturb_position(kind, cfg, x, c, rng)).astype(np.float64)
-        diff = np.abs(out - base)
-        change[:, c] = diff.reshape(diff.shape[0], T, -1).max(axis=(0, 2))
+    change, tol = influence_matrix(lambda inp: subject.forward(module, inp), kind, cfg, x, 1, rng)
     leaks = [(c, r) for c in range(T) for r in range(c) if change[r, c] > tol]
     view = heatmap(f"{kind.name}: max |change| of the output at position (row) when the input at position "
                    "(column) is perturbed; above the diagonal must be 0",
