@@ -11,7 +11,6 @@ from gradlab.records import heatmap
 from gradlab.suite import Outcome, check
 
 
-
 def _hint(kind, module, cfg):
     """Where to look: when the module's own attention weights are causal, the leak comes after them."""
     B, H, T = cfg.batch_size, cfg.num_heads, cfg.seq_len
