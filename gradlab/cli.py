@@ -11,7 +11,7 @@ import shutil
 import sys
 import time
 
-from . import harness
+from . import __version__, harness
 from .errors import UsageError
 
 EXAMPLES = """\
@@ -33,6 +33,7 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog="gradlab", description="Verify hand-written NumPy neural-network modules.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"gradlab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="{check,list}")
 
     c = sub.add_parser("check", help="run checks on one kind, or all the kinds a file registers",
