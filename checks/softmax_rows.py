@@ -36,25 +36,36 @@ def _row_problems(what, P, causal, dtype):
     bad = np.argwhere(np.abs(sums - 1) > sum_tol)
     if len(bad):
         i = tuple(int(v) for v in bad[0])
-        other = P.sum(axis=-2)
-        hint = ("the columns sum to 1: the softmax is taken over axis -2; use axis=-1 (the keys)"
-                if np.allclose(other, 1, atol=sum_tol * 10) else
-                "normalise each row by its own sum (exp(s) / exp(s).sum(axis=-1, keepdims=True)); "
-                "a mask applied after the softmax also breaks the sums: mask the scores before it")
-        return (f"{what(i)} sums to {sums[i]:.6g}, not 1 ({len(bad)} rows off by up to "
+        axis = next((a for a in range(P.ndim - 2, -1, -1) if np.allclose(P.sum(axis=a), 1, atol=sum_tol * 10)),
+                    None)
+        if axis == P.ndim - 2 and causal:
+            hint = "the columns sum to 1: the softmax is taken over axis -2; use axis=-1 (the keys)"
+        elif axis is not None:
+            hint = (f"the sums over axis {axis}{' (the batch)' if axis == 0 else ''} are 1: the softmax is taken "
+                    f"over axis {axis}; use axis=-1 (the last axis)")
+        else:
+            hint = ("normalise each row by its own sum (exp(s) / exp(s).sum(axis=-1, keepdims=True)); "
+                    "a mask applied after the softmax also breaks the sums: mask the scores before it")
+        return (f"{what(i)} sums to {sums[i]:.10g}, not 1 ({len(bad)} rows off by up to "
                 f"{float(np.abs(sums - 1).max()):.3g}): {hint}", i)
     return None
+
+
+def _dtype(cfg, out):
+    """The coarser of cfg.dtype and the dtype the student returned: a softmax that
+    computes in float32 whatever cfg says is correct, and judged by float32 rounding."""
+    return max((cfg.np_dtype, out.dtype), key=lambda d: np.finfo(d).eps if d.kind == "f" else 0).name
 
 
 @check("softmax_rows", any_of={ATTN_WEIGHTS, PROBABILITIES}, order=25,
        summary="attention weights / softmax rows sum to 1, no negatives, the future (upper triangle) is 0")
 def softmax_rows(subject, rng):
     kind, cfg = subject.kind, subject.cfg
-    dtype = cfg.np_dtype.name
     if kind.form == "function":
         x = (3 * rng.standard_normal(kind.input_shape(cfg))).astype(cfg.np_dtype)
-        P = call_softmax(subject, x).astype(np.float64)
-        problem = _row_problems(lambda i: f"softmax(x), row {list(i)}", P, False, dtype)
+        out = call_softmax(subject, x)
+        P = out.astype(np.float64)
+        problem = _row_problems(lambda i: f"softmax(x), row {list(i)}", P, False, _dtype(cfg, out))
         view = heatmap(f"{kind.name}: softmax(x)[0] (rows: positions, columns: classes)", P[0].tolist(),
                        xlabel="class", ylabel="row")
         if problem:
@@ -74,6 +85,7 @@ def softmax_rows(subject, rng):
     if not isinstance(A, np.ndarray) or A.shape != (B, H, T, T):
         raise CheckFailure(f"{kind.name}: attn_weights is {describe(A)}; expected an array of shape "
                            f"(B, H, T, T) = {(B, H, T, T)}")
+    dtype = _dtype(cfg, A)
     A = A.astype(np.float64)
     problem = _row_problems(lambda i: f"attn_weights[batch {i[0]}, head {i[1]}, row {i[2]}]", A,
                            kind.has(CAUSAL), dtype)
