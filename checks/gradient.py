@@ -239,12 +239,14 @@ class LossSetup:
             targets = with_ignored(targets, rng)
             label = f" with ignore_index={self.ignore_index} ({int((targets == self.ignore_index).sum())} of " \
                     f"{targets.size} targets ignored)"
-        loss, grad = call_cross_entropy(s, logits, targets, self.ignore_index)
+        # The student always gets copies: a loss that edits logits (or targets) in place would
+        # otherwise move the point the numerics perturb; input_mutation names that bug.
+        loss, grad = call_cross_entropy(s, logits.copy(), targets.copy(), self.ignore_index)
         self.calls += 1
         arr, eps_num, numerics = logits, _eps(logits, grad), None
         if eps_num > EPS["float64"]:
             logits64 = logits.astype(np.float64)
-            loss64, grad64 = call_cross_entropy(s, logits64, targets, self.ignore_index)
+            loss64, grad64 = call_cross_entropy(s, logits64.copy(), targets.copy(), self.ignore_index)
             self.calls += 1
             if grad64.dtype != np.float64:
                 self.note = f"called with float64 logits it still returns {grad64.dtype}"
@@ -259,13 +261,15 @@ class LossSetup:
         ignore = self.ignore_index
 
         def f():
-            return call_cross_entropy(s, arr, targets, ignore)[0]
+            return call_cross_entropy(s, arr.copy(), targets.copy(), ignore)[0]
 
         rows = np.abs(logits.astype(np.float64)).max(axis=-1)
         f_abs = abs(loss) + 2 * float(rows.mean()) + np.log(logits.shape[-1])
         context = {"cfg": cfg, "x": logits, "g": None, "targets": targets, "ignore_index": ignore}
         tensors = [Tensor("logits", arr, grad.astype(np.float64))]
-        return Problem(tensors, f, f_abs, eps_num, _eps(grad), numerics, context, label)
+        # grad was computed from `logits`: a float32 computation stays float32-accurate even when a
+        # division by an int64 count promotes the returned array to float64
+        return Problem(tensors, f, f_abs, eps_num, _eps(logits, grad), numerics, context, label)
 
 
 # ---- describing where an element is ------------------------------------------------
