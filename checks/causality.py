@@ -17,6 +17,14 @@ def _hint(kind, module, cfg):
     weights = getattr(module, "attn_weights", None) if kind.has(ATTN_WEIGHTS) else None
     if isinstance(weights, np.ndarray) and weights.shape == (B, H, T, T) \
             and not np.abs(np.triu(weights.astype(np.float64), k=1)).max() > 0:
+        sums = weights.astype(np.float64).sum(axis=-1)
+        off = float(np.abs(sums - 1).max())
+        if off > 1e-3:
+            # zeroed future weights whose rows do not sum to 1: the future is still in the softmax's denominator
+            return (f"Your attn_weights are 0 above the diagonal but their rows sum to as little as "
+                    f"{float(sums.min()):.4g}, not 1: the mask is applied after the softmax, so the future "
+                    "scores still enter each row's normalisation; set scores[..., i, j] = -inf (or -1e9) for "
+                    "j > i before the softmax")
         return ("Your attn_weights are causal (0 above the diagonal), so the leak comes after the softmax: "
                 "merging heads with a reshape but no transpose((0, 2, 1, 3)) mixes time steps; "
                 "merge with ctx.transpose(0, 2, 1, 3).reshape(B, T, D)")
