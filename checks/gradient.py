@@ -30,6 +30,7 @@ import numpy as np
 from gradlab import diagnosis
 from gradlab.errors import CheckFailure, StudentError
 from gradlab.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, LOSS, TOKEN_IDS
+from gradlab.loader import reference as reference_impl
 from gradlab.numeric import EPS, Engine, Tensor, eps_of, random_direction
 from gradlab.records import heatmap, table
 from gradlab.subject import (IGNORE_INDEX, Subject, call_cross_entropy, loss_inputs, randomize_params,
@@ -265,11 +266,57 @@ class LossSetup:
 
         rows = np.abs(logits.astype(np.float64)).max(axis=-1)
         f_abs = abs(loss) + 2 * float(rows.mean()) + np.log(logits.shape[-1])
-        context = {"cfg": cfg, "x": logits, "g": None, "targets": targets, "ignore_index": ignore}
+        context = {"cfg": cfg, "x": logits, "g": None, "targets": targets, "ignore_index": ignore, "loss": loss}
         tensors = [Tensor("logits", arr, grad.astype(np.float64))]
         # grad was computed from `logits`: a float32 computation stays float32-accurate even when a
         # division by an int64 count promotes the returned array to float64
         return Problem(tensors, f, f_abs, eps_num, _eps(logits, grad), numerics, context, label)
+
+
+def loss_diagnosis(kind, grad, context):
+    """When grad_logits disagrees with the loss, one of the two is wrong: gradlab's
+    reference on the same logits says which, and how. A sentence, or None."""
+    logits, targets, ignore = context["x"], context["targets"], context["ignore_index"]
+    ref_loss, ref_grad = reference_impl().get(kind.name).target(logits.astype(np.float64), targets,
+                                                                ignore_index=ignore)
+    loss = float(context["loss"])
+    grad_ok = diagnosis._close(grad, ref_grad)
+    loss_ok = abs(loss - ref_loss) <= diagnosis.MATCH * max(abs(ref_loss), 1e-30)
+    keep = np.ones(targets.shape, bool) if ignore is None else targets != ignore
+    n, N = int(keep.sum()), targets.size
+    if grad_ok and not loss_ok:
+        c = loss / ref_loss if ref_loss else float("nan")
+        if ignore is not None and abs(c - n / N) <= 1e-3 * n / N:
+            why = ("ignored positions are counted in the mean: divide by the number of targets that are not "
+                   "ignore_index")
+        else:
+            label = diagnosis.name_factor(c, context["cfg"])
+            why = f"{c:.4g} x the reference" + (f", a factor of {label}" if label else "") + \
+                  ": the loss must be the mean of -log p[target] over the targets (not ignored), averaged once"
+        return (f"the returned grad_logits matches gradlab's reference; it is the loss that is off: {loss:.8g}, "
+                f"reference {ref_loss:.8g}, {why}")
+    if not loss_ok or grad_ok:
+        return None
+    # the loss is right, grad_logits is not
+    if ignore is not None and not keep.all():
+        ignored_rows = np.abs(grad[~keep]).max()
+        if ignored_rows > diagnosis.MATCH * float(np.abs(ref_grad).max()) and \
+                diagnosis._close(grad[keep], ref_grad[keep]):
+            return ("the loss is right, but the rows of grad_logits at ignored positions (target == ignore_index) "
+                    "are not zero: ignored positions add nothing to the loss, so multiply their rows by 0")
+    ww = float(np.sum(ref_grad * ref_grad))
+    c = float(np.sum(grad * ref_grad)) / ww if ww else 0.0
+    if ww and diagnosis._close(grad, c * ref_grad):
+        if abs(c * n - 1) <= 1e-3:
+            return (f"the loss is right, but grad_logits is 1/{n} of the reference's: it is divided by the number "
+                    f"of targets ({n}) twice; (softmax - one_hot) / N once is the gradient of the mean")
+        if abs(c - n) <= 1e-3 * n:
+            return (f"the loss is right, but grad_logits is {n} x the reference's: divide (softmax - one_hot) by "
+                    f"the number of targets ({n}), as the mean loss does")
+        label = diagnosis.name_factor(c, context["cfg"])
+        return (f"the loss is right, but grad_logits is {c:.4g} x the reference's" +
+                (f" (a factor of {label})" if label else "") + ": the gradient of the mean is (softmax - one_hot) / N")
+    return None
 
 
 # ---- describing where an element is ------------------------------------------------
@@ -449,7 +496,11 @@ def judge(subject, setup, rng):
     others = [names[i] for i in bad[1:]]
     also = f"; also wrong: {', '.join(repr(o) for o in others)}" if others else ""
     hint = ""
-    if how == "map":
+    if kind.has(LOSS):
+        sentence = loss_diagnosis(kind, t.analytical, problem.context)
+        if sentence:
+            hint = f". {sentence[0].upper()}{sentence[1:]}"
+    if how == "map" and not hint:
         sentence = diagnosis.diagnose(kind, t.name, t.analytical, info.numerical, problem.context)
         if sentence:
             hint = f". {sentence[0].upper()}{sentence[1:]}"
