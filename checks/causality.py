@@ -34,7 +34,7 @@ def _hint(kind, module, cfg):
             "a mean over the time axis)")
 
 
-@check("causality", needs={CAUSAL}, order=20,
+@check("causality", needs={CAUSAL}, order=9,
        summary="perturbing position t changes no output at positions before t")
 def causality(subject, rng):
     kind, cfg = subject.kind, subject.cfg

@@ -47,7 +47,7 @@ _BACKWARD_HINT = ("Build new arrays instead of editing grad_out (dh = grad_out *
                   "g = g * s, not g *= s), and never write into the cached forward input")
 
 
-@check("input_mutation", any_of={DIFFERENTIABLE, PROBABILITIES, OPTIMIZER}, order=35,
+@check("input_mutation", any_of={DIFFERENTIABLE, PROBABILITIES, OPTIMIZER}, order=7,
        summary="forward, backward and step leave the caller's input arrays unchanged")
 def input_mutation(subject, rng):
     kind, cfg = subject.kind, subject.cfg
