@@ -30,8 +30,7 @@ def _row_problems(what, P, causal, dtype):
         if len(leak):
             i = tuple(int(v) for v in leak[0])
             return (f"{what(i[:-1])} puts weight {P[i]:.4g} on future position {i[-1]} > row {i[-2]} "
-                    f"({len(leak)} future entries are not 0): the causal mask is missing or points the wrong "
-                    "way; set scores[..., i, j] = -inf (or -1e9) for j > i before the softmax", i[:-1])
+                    f"({len(leak)} future entries are not 0): {_mask_hint(P, dtype)}", i[:-1])
     sums = P.sum(axis=-1)
     bad = np.argwhere(np.abs(sums - 1) > sum_tol)
     if len(bad):
@@ -51,13 +50,27 @@ def _row_problems(what, P, causal, dtype):
     return None
 
 
+def _mask_hint(P, dtype):
+    """Why the future has weight: an off-by-one mask has a recognisable shape."""
+    T, tol = P.shape[-1], FUTURE_TOL.get(dtype, 1e-7)
+    nonzero = (np.abs(P) > tol).any(axis=tuple(range(P.ndim - 2)))          # (T, T) over batch and heads
+    fix = "set scores[..., i, j] = -inf (or -1e9) for j > i before the softmax (np.triu(..., k=1) marks them)"
+    if T > 2 and not nonzero[np.triu_indices(T, k=2)].any():
+        return (f"only the first step of the future (j = i + 1) has weight: the mask is off by one and keeps "
+                f"j <= i + 1; {fix}")
+    if T > 1 and not np.diagonal(nonzero)[1:].any():
+        return (f"the diagonal (each position itself) gets no weight after row 0 and row 0, with nothing left, "
+                f"spreads over the future: the mask also hides j == i (j < i kept instead of j <= i); {fix}")
+    return f"the causal mask is missing or points the wrong way; {fix}"
+
+
 def _dtype(cfg, out):
     """The coarser of cfg.dtype and the dtype the student returned: a softmax that
     computes in float32 whatever cfg says is correct, and judged by float32 rounding."""
     return max((cfg.np_dtype, out.dtype), key=lambda d: np.finfo(d).eps if d.kind == "f" else 0).name
 
 
-@check("softmax_rows", any_of={ATTN_WEIGHTS, PROBABILITIES}, order=25,
+@check("softmax_rows", any_of={ATTN_WEIGHTS, PROBABILITIES}, order=8,
        summary="attention weights / softmax rows sum to 1, no negatives, the future (upper triangle) is 0")
 def softmax_rows(subject, rng):
     kind, cfg = subject.kind, subject.cfg
