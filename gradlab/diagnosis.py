@@ -35,7 +35,7 @@ def diagnose(kind, name, analytical, numerical, context):
     if float(np.abs(n).max()) <= MATCH * scale:
         return None     # the true gradient is ~0: nothing to compare patterns with
     for test in (_all_zero, _transposed, _repeated_ids, _residual, _bias_token, _constant_factor,
-                 _future_positions, _partly_zero, _partial_factor):
+                 _future_positions, _partly_zero, _partial_factor, _row_constant, _row_centred, _slightly_off):
         found = test(kind, name, a, n, context, cfg, what)
         if found:
             return found
@@ -231,6 +231,52 @@ def _partial_factor(kind, name, a, n, context, cfg, what):
             where = f"entries {idx[0]}:{idx[-1] + 1} of {a.size}"
     return (f"{what} is right except in {where}, which are {c:.4g} x the right values, a factor of "
             f"{label}{_factor_advice(label)}")
+
+
+def _row_constant(kind, name, a, n, context, cfg, what):
+    """The input gradient off by one value per position, the same for every feature:
+    a normalisation's backward without its mean term."""
+    if name != "x" or a.ndim < 2 or a.shape[-1] < 2:
+        return None
+    diff = (a - n).reshape(-1, a.shape[-1])
+    scale = max(float(np.abs(n).max()), 1e-30)
+    if float(np.abs(diff).max()) <= MATCH * scale or not _close(diff, diff.mean(axis=-1, keepdims=True), scale):
+        return None
+    return (f"{what} is off by one value per position, the same for every feature (the error is constant along "
+            "the last axis): a term averaged over the features is missing; in a normalisation's backward that is "
+            "the mean term: dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), means over the last axis")
+
+
+def _row_centred(kind, name, a, n, context, cfg, what):
+    """The input gradient off, per position, by a multiple of the centred input x - mean(x):
+    a normalisation's backward without its variance term."""
+    x = context.get("x")
+    if name != "x" or x is None or np.shape(x) != a.shape or a.ndim < 2 or a.shape[-1] < 3:
+        return None
+    xc = np.asarray(x, dtype=np.float64).reshape(-1, a.shape[-1])
+    xc = xc - xc.mean(axis=-1, keepdims=True)
+    diff = (a - n).reshape(xc.shape)
+    scale = max(float(np.abs(n).max()), 1e-30)
+    if float(np.abs(diff).max()) <= MATCH * scale:
+        return None
+    c = (diff * xc).sum(axis=-1, keepdims=True) / np.maximum((xc * xc).sum(axis=-1, keepdims=True), 1e-300)
+    if not _close(diff, c * xc, scale):
+        return None
+    return (f"{what} is off, at each position, by a multiple of the centred input x - mean(x): the variance "
+            "(standard deviation) term is missing or wrong; in a normalisation's backward it is "
+            "- xhat * mean(dxhat * xhat) (the std depends on x too)")
+
+
+def _slightly_off(kind, name, a, n, context, cfg, what):
+    """Most entries off by a tiny relative amount: no term is missing, a constant differs."""
+    scale = max(float(np.abs(n).max()), 1e-30)
+    err = np.abs(a - n)
+    worst = float(err.max())
+    if worst > MATCH * scale or worst == 0 or np.mean(err > 0.1 * worst) < 0.5:
+        return None
+    return (f"{what} is off by a tiny relative amount (at most {worst / scale:.2g} of its size) in most entries: "
+            "no term is missing, a constant differs slightly between forward and backward, e.g. eps "
+            "(sqrt(var + eps) in forward but sqrt(var) + eps, or no eps, in backward) or a rounded constant")
 
 
 # ---- forward outputs (the `reference` check) -----------------------------------
