@@ -148,10 +148,11 @@ class _Adam:
     """Adam/AdamW with switches for the known mistakes (all off: PyTorch)."""
 
     def __init__(self, cfg, decay, t_per_param=False, correct_m=True, correct_v=True, eps_inside=False,
-                 shared=False):
+                 shared=False, eps_hat=False):
         self.lr, self.b1, self.b2, self.eps, self.wd = cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay
         self.decay, self.t_per_param, self.shared = decay, t_per_param, shared
         self.correct_m, self.correct_v, self.eps_inside = correct_m, correct_v, eps_inside
+        self.eps_hat = eps_hat
         self.t, self.m, self.v = 0, {}, {}
 
     def step(self, params, grads):
@@ -168,21 +169,29 @@ class _Adam:
                     g = g + self.wd * p
                 elif self.decay == "no_lr":
                     p *= 1 - self.wd
+                elif self.decay == "twice":
+                    p *= 1 - self.lr * self.wd
             key = "all" if self.shared else name
             m = self.m[key] = self.b1 * self.m.get(key, 0) + (1 - self.b1) * g
             v = self.v[key] = self.b2 * self.v.get(key, 0) + (1 - self.b2) * g * g
             m_hat = m / (1 - self.b1 ** self.t) if self.correct_m else m
             v_hat = v / (1 - self.b2 ** self.t) if self.correct_v else v
             denom = np.sqrt(v_hat + self.eps) if self.eps_inside else np.sqrt(v_hat) + self.eps
-            p -= self.lr * m_hat / denom
+            if self.eps_hat:      # the Adam paper's "efficient" form: eps added before v's bias correction
+                denom = (np.sqrt(v) + self.eps) / np.sqrt(1 - self.b2 ** self.t)
+            update = m_hat / denom
+            if self.wd > 0 and self.decay == "twice":     # decayed above, and again inside the update
+                update = update + self.wd * p
+            p -= self.lr * update
             if self.wd > 0 and self.decay == "after":
                 p *= 1 - self.lr * self.wd
 
 
 class _SGD:
-    def __init__(self, cfg, momentum=True, shared=False, dampening=False, nesterov=False):
+    def __init__(self, cfg, momentum=True, shared=False, dampening=False, nesterov=False, zero_start=False):
         self.lr, self.mu, self.wd = cfg.lr, cfg.momentum, cfg.weight_decay
         self.momentum, self.shared, self.dampening, self.nesterov = momentum, shared, dampening, nesterov
+        self.zero_start = zero_start     # buf starts at 0 (buf = momentum * 0 + ... on the first step)
         self.buf = {}
 
     def step(self, params, grads):
@@ -192,10 +201,10 @@ class _SGD:
                 g = g + self.wd * p
             if self.momentum and self.mu > 0:
                 key = "all" if self.shared else name
-                if key not in self.buf:
+                if key not in self.buf and not self.zero_start:
                     self.buf[key] = g.copy()
                 else:
-                    self.buf[key] = self.mu * self.buf[key] + ((1 - self.mu) * g if self.dampening else g)
+                    self.buf[key] = self.mu * self.buf.get(key, 0.0) + ((1 - self.mu) * g if self.dampening else g)
                 g = g + self.mu * self.buf[key] if self.nesterov else self.buf[key]
             p -= self.lr * g
 
@@ -211,6 +220,9 @@ _ADAM_COMMON = [
      dict(eps_inside=True)),
     ("one m and v shared by all parameters: keep the moment estimates per parameter (e.g. a dict keyed by name)",
      dict(shared=True)),
+    ("eps is added before v's bias correction (the Adam paper's 'efficient' form lr * sqrt(1 - beta2**t) / "
+     "(1 - beta1**t) * m / (sqrt(v) + eps), as TensorFlow does); PyTorch adds eps after it: "
+     "m_hat / (sqrt(v_hat) + eps)", dict(eps_hat=True)),
 ]
 
 OPTIMIZER_VARIANTS = {
@@ -229,6 +241,8 @@ OPTIMIZER_VARIANTS = {
          lambda cfg: _Adam(cfg, "no_lr")),
         ("no weight decay is applied: AdamW decays theta *= 1 - lr * weight_decay before the update",
          lambda cfg: _Adam(cfg, "none")),
+        ("the weights are decayed twice (theta *= 1 - lr * weight_decay, and again lr * weight_decay * theta in "
+         "the update); decay once, before the Adam update", lambda cfg: _Adam(cfg, "twice")),
     ],
     "sgd": [
         ("the momentum buffer is missing: buf = momentum * buf + g, then p -= lr * buf",
@@ -237,6 +251,9 @@ OPTIMIZER_VARIANTS = {
          lambda cfg: _SGD(cfg, shared=True)),
         ("the momentum buffer is damped (buf = momentum * buf + (1 - momentum) * g); PyTorch adds g undamped",
          lambda cfg: _SGD(cfg, dampening=True)),
+        ("the momentum buffer is a damped moving average started at zero (buf = momentum * buf + (1 - momentum) * g); "
+         "PyTorch adds g undamped: buf = momentum * buf + g (buf = g on the first step)",
+         lambda cfg: _SGD(cfg, dampening=True, zero_start=True)),
         ("this is Nesterov momentum; PyTorch's default SGD uses p -= lr * buf", lambda cfg: _SGD(cfg, nesterov=True)),
     ],
 }
@@ -363,6 +380,8 @@ def _schedule_hint(steps, got, D, W):
          lambda s: _noam(s + 1, D, W)),
         ("the step is off by one the other way (step - 1)", lambda s: _noam(s - 1, D, W) if s > 1 else None),
         ("the warmup term uses warmup_steps**-0.5; it is step * warmup_steps**-1.5", lambda s: _noam(s, D, W, b=-0.5)),
+        ("the warmup term is step / warmup_steps (warmup_steps**-1.0); it is step * warmup_steps**-1.5",
+         lambda s: _noam(s, D, W, b=-1.0)),
         ("max instead of min of step**-0.5 and step * warmup_steps**-1.5", lambda s: _noam(s, D, W, fn=max)),
         ("the d_model**-0.5 factor is missing", lambda s: _noam(s, D, W, dpow=0)),
         ("d_model**0.5 instead of d_model**-0.5", lambda s: _noam(s, D, W, dpow=0.5)),
