@@ -34,7 +34,7 @@ def diagnose(kind, name, analytical, numerical, context):
     what = "the input gradient dL/dx" if name == "x" else f"the gradient of {name!r}"
     if float(np.abs(n).max()) <= MATCH * scale:
         return None     # the true gradient is ~0: nothing to compare patterns with
-    for test in (_all_zero, _transposed, _repeated_ids, _residual, _bias_token, _constant_factor,
+    for test in (_all_zero, _transposed, _repeated_ids, _unseen_ids, _residual, _bias_token, _constant_factor,
                  _future_positions, _partly_zero, _partial_factor, _row_constant, _row_centred, _slightly_off):
         found = test(kind, name, a, n, context, cfg, what)
         if found:
@@ -75,8 +75,28 @@ def _repeated_ids(kind, name, a, n, context, cfg, what):
     if bad_rows and bad_rows <= repeated:
         rows = sorted(bad_rows)[:4]
         return (f"{what} is wrong only at the rows of token ids that occur more than once (e.g. ids {rows}): "
-                "dW[ids] += g keeps one occurrence's gradient; accumulate with np.add.at(dW, ids, g)")
+                "dW[ids] = g (or dW[ids] += g) keeps one occurrence's gradient; accumulate with "
+                "np.add.at(dW, ids, g)")
     return None
+
+
+def _unseen_ids(kind, name, a, n, context, cfg, what):
+    """A tied (V, D) embedding whose rows for ids absent from the input get no gradient:
+    only the lookup path is in backward, the output projection's path is missing."""
+    ids = context.get("x")
+    if not kind.has(TOKEN_IDS) or ids is None or a.ndim != 2 or cfg is None or a.shape[0] != cfg.vocab_size:
+        return None
+    ids = np.asarray(ids)
+    if ids.dtype.kind not in "iu":
+        return None
+    unseen = np.bincount(ids.reshape(-1), minlength=a.shape[0]) == 0
+    scale = max(float(np.abs(n).max()), 1e-30)
+    if not unseen.any() or np.any(a[unseen]) or not (np.abs(n[unseen]) > MATCH * scale).any():
+        return None
+    rows = [int(r) for r in np.nonzero(unseen)[0][:4]]
+    return (f"{what} is zero at the rows of token ids that do not occur in the input (e.g. ids {rows}), which "
+            "still get a gradient through the tied output projection logits = h @ W.T: add that path, "
+            "grad_logits.reshape(-1, V).T @ h.reshape(-1, D), to the lookup path's np.add.at")
 
 
 def _residual(kind, name, a, n, context, cfg, what):
