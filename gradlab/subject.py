@@ -1,6 +1,8 @@
 """The module under test, as checks see it: build it, call it, find its
 parameters. Every call into student code goes through harness.guarded and
 every value it returns is validated before a check looks at it."""
+import inspect
+
 import numpy as np
 
 from .discovery import arrays_at_build, find_slots
@@ -134,6 +136,10 @@ def call_cross_entropy(subject, logits, targets, ignore_index=None):
     """-> (loss as float, grad_logits), validated."""
     kwargs = {} if ignore_index is None else {"ignore_index": ignore_index}
     what = "cross_entropy(logits, targets" + (", ignore_index=...)" if kwargs else ")")
+    if kwargs and not _accepts(subject.registration.target, logits, targets, **kwargs):
+        raise StudentError(f"{what}: your function takes no ignore_index argument; CONTRACT §3's signature is "
+                           "cross_entropy(logits, targets, ignore_index=None): targets equal to ignore_index "
+                           "(padding) add nothing to the loss and get a zero gradient")
     got = subject.call(logits, targets, what=what, **kwargs)
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         raise StudentError(f"{what} returned {describe(got)}; it must return (loss, grad_logits)")
@@ -141,6 +147,17 @@ def call_cross_entropy(subject, logits, targets, ignore_index=None):
     loss = as_float_array(np.asarray(loss, dtype=float) if np.isscalar(loss) or np.ndim(loss) == 0 else loss,
                           f"{what}'s loss", ())
     return float(loss), as_float_array(grad, f"{what}'s grad_logits", logits.shape)
+
+
+def _accepts(fn, *args, **kwargs):
+    """False only when fn's signature certainly cannot take these arguments."""
+    try:
+        inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        return False
+    except ValueError:      # no signature to read (a builtin): let the call decide
+        pass
+    return True
 
 
 def call_scalar(subject, what, *args):
