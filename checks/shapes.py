@@ -137,9 +137,13 @@ def _param_rows(subject, module, slots, rows, notes):
             unmatched.append(slot)
             rows.info(f"parameter {slot.name!r}", shape, "no reference parameter of this name")
         grad = subject._call(f"reading the gradient of {slot.name!r}", slot.grad)
-        rows.add(f"gradient of {slot.name!r} ({slot.describe_grad()})", shape,
-                 _shape(grad) if grad is not None else "missing",
-                 f"a gradient has the shape of its parameter {slot.name!r} {shape}")
+        got = _shape(grad) if grad is not None else "missing"
+        hint = f"a gradient has the shape of its parameter {slot.name!r} {shape}"
+        leading = {cfg.batch_size: "the batch (axis 0)", cfg.seq_len: "time (axis 1)"}
+        if isinstance(got, tuple) and len(got) == len(shape) + 1 and got[1:] == shape and got[0] in leading:
+            # e.g. a bias gradient summed over time only: (B, D) instead of (D,)
+            hint += f"; it has an extra leading axis of {got[0]}: sum over {leading[got[0]]} as well"
+        rows.add(f"gradient of {slot.name!r} ({slot.describe_grad()})", shape, got, hint)
     missing = [name for name in expected if name not in matched]
     if callable(param_map) and missing:
         _load_rows(subject, {n: expected[n] for n in missing}, rows, notes)
