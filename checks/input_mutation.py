@@ -7,7 +7,7 @@ import numpy as np
 
 from gradlab.errors import CheckFailure
 from gradlab.kinds import DIFFERENTIABLE, OPTIMIZER, PROBABILITIES
-from gradlab.subject import call_cross_entropy, call_softmax
+from gradlab.subject import IGNORE_INDEX, call_cross_entropy, call_softmax, with_ignored
 from gradlab.suite import Outcome, check
 
 
@@ -66,6 +66,15 @@ def input_mutation(subject, rng):
             n = watch.verify("cross_entropy(logits, targets)",
                              "Shift a copy (z = logits - logits.max(...)), and build grad_logits as a new array "
                              "(e.g. from softmax(z)), not by editing logits")
+            # with padding: `targets[targets == ignore_index] = 0` is the usual in-place edit; the padding id
+            # here is the last token (not 0), so that edit changes the caller's array
+            pad = cfg.vocab_size - 1
+            padded = with_ignored(rng.integers(0, pad, size=targets.shape), rng)
+            padded = watch.keep("targets (with padding)", np.where(padded == IGNORE_INDEX, pad, padded))
+            call_cross_entropy(subject, x, padded, pad)
+            n = watch.verify(f"cross_entropy(logits, targets, ignore_index={pad})",
+                             "Mask a copy of the targets (t = np.where(targets == ignore_index, 0, targets)), "
+                             "not targets[targets == ignore_index] = 0; and shift a copy of logits")
         return Outcome(f"{n} input arrays unchanged", {"arrays": n})
     module, _ = subject.fresh(rng)
     x = watch.keep("x (forward's input)", subject.make_input(rng))
