@@ -113,6 +113,9 @@ def _optimizer(subject, rng):
     err, index = errors[k][name]
     g, w = got[k][name][index], want[k][name][index]
     hint = _optimizer_hint(kind.name, cfg, params0, grads_seq, got, want, tol)
+    if not np.isfinite(g):
+        hint = hint or (f"the update made it {g}: a division by zero? e.g. a bias correction 1 - beta**t with "
+                        "t = 0 (increment t at the start of step(), so the first step uses t = 1)")
     metrics.update({"step": k + 1, "parameter": name})
     raise CheckFailure(
         f"{kind.name}: after step {k + 1}, parameter {name!r} {SHAPES[name]} differs from the reference (PyTorch "
@@ -124,6 +127,7 @@ def _optimizer(subject, rng):
 def _rel_err(got, want):
     """(error relative to the parameter's scale, index of the worst element)."""
     err = np.abs(np.asarray(got, dtype=np.float64) - want)
+    err[~np.isfinite(err)] = np.inf          # nan > tol is False: a NaN parameter must count as wrong
     k = np.unravel_index(int(np.argmax(err)), err.shape)
     return float(err[k]) / max(1.0, float(np.abs(want).max())), tuple(int(i) for i in k)
 
@@ -139,7 +143,8 @@ def _optimizer_hint(kind_name, cfg, params0, grads_seq, got, want, tol):
         err = max(_rel_err(got[k][n], traj[k][n])[0] for k in range(steps) for n in SHAPES)
         if best is None or err < best[0]:
             best = (err, hint)
-    if best is not None and best[0] <= max(10 * tol, 1e-3 * err_ref):
+    limit = max(10 * tol, 1e-3 * err_ref) if math.isfinite(err_ref) else 10 * tol   # NaN parameters: exact only
+    if best is not None and best[0] <= limit:
         return best[1]
     return None
 
