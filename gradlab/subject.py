@@ -146,7 +146,9 @@ def call_cross_entropy(subject, logits, targets, ignore_index=None):
     loss, grad = got
     loss = as_float_array(np.asarray(loss, dtype=float) if np.isscalar(loss) or np.ndim(loss) == 0 else loss,
                           f"{what}'s loss", ())
-    return float(loss), as_float_array(grad, f"{what}'s grad_logits", logits.shape)
+    flat = " (the shape of logits: reshape the flattened (B*T, V) gradient back to (B, T, V))" \
+        if np.ndim(grad) == 2 and np.size(grad) == logits.size else " (the shape of logits)"
+    return float(loss), as_float_array(grad, f"{what}'s grad_logits", logits.shape, flat)
 
 
 def _accepts(fn, *args, **kwargs):
