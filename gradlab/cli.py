@@ -76,6 +76,9 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("gradlab: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:   # `gradlab list | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def parse_overrides(pairs, dtype):
