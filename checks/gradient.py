@@ -21,13 +21,16 @@ How (gradlab.numeric does the arithmetic):
    new input (up to MAX_RESAMPLES times) instead of failing; the result says so.
 6. Loss functions: the gradient they return against the loss they return,
    also with ignore_index (some targets ignored).
+7. The cause, when the check fails: for module kinds, a known-buggy backward
+   (gradlab.backward_variants) that reproduces every tensor on the student's
+   weights is named first; otherwise the patterns of gradlab.diagnosis.
 
 Every array is restored bit for bit after every perturbation. The check's
 random stream comes from the runner (`--seed` replays it).
 """
 import numpy as np
 
-from gradlab import diagnosis
+from gradlab import backward_variants, diagnosis
 from gradlab.errors import CheckFailure, StudentError
 from gradlab.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, LOSS, TOKEN_IDS
 from gradlab.loader import reference as reference_impl
@@ -498,6 +501,11 @@ def judge(subject, setup, rng):
     hint = ""
     if kind.has(LOSS):
         sentence = loss_diagnosis(kind, t.analytical, problem.context)
+        if sentence:
+            hint = f". {sentence[0].upper()}{sentence[1:]}"
+    if kind.form == "module" and not hint:
+        # a known-buggy backward that reproduces every tensor exactly is the strongest evidence: first
+        sentence = backward_variants.explain(subject, problem.tensors, problem.context, problem.eps_analytical)
         if sentence:
             hint = f". {sentence[0].upper()}{sentence[1:]}"
     if how == "map" and not hint:

@@ -1,0 +1,257 @@
+"""Known-buggy backward passes, to name the cause of a failed `gradient` check.
+
+When the student's analytical gradients disagree with finite differences, the
+check asks: does some known-buggy backward reproduce them? gradlab's reference
+module (float64) gets the student's weights, runs forward on the same input,
+and then backward with the same upstream gradient g, once correctly and once
+per variant below. A variant is named only when it reproduces every tensor the
+student returned (the input gradient and every parameter gradient) while the
+correct backward does not: then the student's numbers are exactly what that
+mistake produces. Otherwise nothing is said. This runs only after a failure.
+
+The approach is the one checks/reference.py takes for a wrong forward (run
+known buggy variants on the student's weights, report the one that reproduces
+the student's output), applied to backward.
+
+VARIANTS: {kind name: [(hint, fn(ref, g) -> dx)]}. fn runs after ref.forward(x)
+and leaves the parameter gradients in ref's grads dicts, like ref.backward(g).
+The hint completes "your gradients match a backward that ...".
+
+Not covered, on purpose:
+- attention, mask not applied in backward: the masked weights are exactly 0
+  (-inf or -1e9 before the softmax), so A * (...) is 0 there either way; no
+  backward built on A can differ.
+- layernorm: its backward bugs (mean term, variance term, eps) are named by the
+  patterns in gradlab.diagnosis already.
+- lm: its usual backward bugs (lookup path without np.add.at, the tied output
+  path missing) are named by gradlab.diagnosis; its blocks are the block's.
+"""
+import math
+
+import numpy as np
+
+from .discovery import find_slots
+from .errors import CheckFailure, CheckSkipped, StudentError
+from .kinds import INPUT_GRAD, TOKEN_IDS
+from .weights import named_params, reference_module, resolve_names
+
+# A variant reproduces the student's gradients when every tensor agrees to this
+# fraction of its size (float64 students; float32 students get FLOAT32_MATCH).
+MATCH = 1e-7
+FLOAT32_MATCH = 2e-4
+# ...and the correct backward must be off by SEPARATION times more than the variant is.
+SEPARATION = 10
+
+
+# ---- attention: the reference backward, with switches -----------------------------
+
+def _attention_backward(ref, g, jacobian=True, scale_power=1, dk_transposed=True, dv_transposed=True):
+    """CausalSelfAttention.backward (modules/attention.py) with one mistake switched on.
+    jacobian=False: dscores = A * dA (no - sum(dA * A)); scale_power: dscores is
+    multiplied by (1/sqrt(d_k)) ** scale_power (0: no scale, 2: scaled twice); dk_transposed=False:
+    dK = dscores @ q; dv_transposed=False: dV = A @ dctx."""
+    p = ref.params
+    D = g.shape[-1]
+    A, q, k, v = ref.attn_weights, ref.q, ref.k, ref.v
+    ref.grads["out_weight"] = ref.ctx.reshape(-1, D).T @ g.reshape(-1, D)
+    ref.grads["out_bias"] = g.reshape(-1, D).sum(axis=0)
+    dctx = ref._split_heads(g @ p["out_weight"].T)
+    dA = dctx @ v.transpose(0, 1, 3, 2)
+    dv = (A.transpose(0, 1, 3, 2) if dv_transposed else A) @ dctx
+    dscores = A * (dA - (dA * A).sum(axis=-1, keepdims=True)) if jacobian else A * dA
+    dscores = dscores * ref.scale ** scale_power
+    dq = dscores @ k
+    dk = (dscores.transpose(0, 1, 3, 2) if dk_transposed else dscores) @ q
+    dqkv = np.concatenate([ref._merge_heads(a) for a in (dq, dk, dv)], axis=-1)
+    ref.grads["qkv_weight"] = ref.x.reshape(-1, D).T @ dqkv.reshape(-1, 3 * D)
+    ref.grads["qkv_bias"] = dqkv.reshape(-1, 3 * D).sum(axis=0)
+    return dqkv @ p["qkv_weight"].T
+
+
+def _attn(**switches):
+    return lambda ref, g: _attention_backward(ref, g, **switches)
+
+
+# ---- ffn: the reference backward with another activation derivative ---------------
+
+_C = math.sqrt(2 / math.pi)
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _gelu_tanh(h):
+    return 0.5 * h * (1 + np.tanh(_C * (h + 0.044715 * h ** 3)))
+
+
+def _gelu_tanh_grad(h):
+    t = np.tanh(_C * (h + 0.044715 * h ** 3))
+    return 0.5 * (1 + t) + 0.5 * h * (1 - t * t) * _C * (1 + 3 * 0.044715 * h * h)
+
+
+def _ffn_backward(ref, g, derivative):
+    """FeedForward.backward (modules/ffn.py) with dh = da * derivative(ref)."""
+    p = ref.params
+    D, F = p["w1"].shape
+    g2 = g.reshape(-1, D)
+    ref.grads["w2"] = ref.a.reshape(-1, F).T @ g2
+    ref.grads["b2"] = g2.sum(axis=0)
+    dh = (g @ p["w2"].T) * derivative(ref)
+    dh2 = dh.reshape(-1, F)
+    ref.grads["w1"] = ref.x.reshape(-1, D).T @ dh2
+    ref.grads["b1"] = dh2.sum(axis=0)
+    return dh @ p["w1"].T
+
+
+def _ffn(derivative, activation="gelu"):
+    """A variant for modules whose forward uses `activation` (the others skip it)."""
+    def run(ref, g):
+        if ref.activation != activation:
+            return None
+        return _ffn_backward(ref, g, derivative)
+    return run
+
+
+def _erf_gelu_grad(ref):                     # d/dh of the exact h * Phi(h)
+    h = ref.h
+    return 0.5 * (1 + _erf(h / math.sqrt(2))) + h * np.exp(-0.5 * h * h) / math.sqrt(2 * math.pi)
+
+
+def _tanh_held_constant(ref):                # d/dh of 0.5 h (1 + t) with t = tanh(...) treated as a constant
+    return 0.5 * (1 + np.tanh(_C * (ref.h + 0.044715 * ref.h ** 3)))
+
+
+# ---- block: the reference children, wired back without a residual -------------------
+
+def _block(attn_skip=True, ffn_skip=True, attn_gets=None):
+    """TransformerBlock.backward (modules/block.py) without the skip path of a residual
+    (attn_skip / ffn_skip False), or with the attention branch fed the block's upstream
+    gradient g instead of the gradient at h (attn_gets="g")."""
+    def run(ref, g):
+        dh = ref.ln2.backward(ref.ffn.backward(g)) + (g if ffn_skip else 0)
+        through_attn = ref.ln1.backward(ref.attn.backward(g if attn_gets == "g" else dh))
+        return through_attn + (dh if attn_skip else 0)
+    return run
+
+
+VARIANTS = {
+    "attention": [
+        ("leaves out the `- sum(dA * A)` term of the softmax Jacobian: the softmax backward is "
+         "dscores = A * (dA - sum(dA * A, axis=-1)), not A * dA (every weight in a row depends on every score "
+         "in that row through the normalisation)", _attn(jacobian=False)),
+        ("leaves out both the `- sum(dA * A)` term of the softmax Jacobian and the 1/sqrt(d_k) scale: "
+         "dscores = A * (dA - sum(dA * A, axis=-1)) / sqrt(d_k), not A * dA", _attn(jacobian=False, scale_power=0)),
+        ("leaves out the 1/sqrt(d_k) scale: forward multiplies the scores by 1/sqrt(d_k), so backward must "
+         "multiply dscores by it too", _attn(scale_power=0)),
+        ("applies the 1/sqrt(d_k) scale twice (or scales dscores by 1/d_k): dscores is multiplied by 1/sqrt(d_k) "
+         "once, as the scores are in forward",
+         _attn(scale_power=2)),
+        ("computes dK as dscores @ q without the transpose (square T x T scores make the shapes fit either way): "
+         "scores = q @ k^T, so dK = dscores^T @ q (swap the two time axes of dscores)", _attn(dk_transposed=False)),
+        ("computes dV as A @ dctx without the transpose (square T x T weights make the shapes fit either way): "
+         "ctx = A @ v, so dV = A^T @ dctx (swap the two time axes of A)", _attn(dv_transposed=False)),
+    ],
+    "ffn": [
+        ("uses the derivative of the exact GELU, Phi(h) + h * phi(h), while forward computes the tanh "
+         "approximation: differentiate the function forward computes, "
+         "0.5 (1 + t) + 0.5 h (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 h^2) with t = tanh(sqrt(2/pi) (h + 0.044715 h^3))",
+         _ffn(_erf_gelu_grad)),
+        ("uses the ReLU derivative (h > 0) while forward computes GELU: use GELU's derivative "
+         "0.5 (1 + t) + 0.5 h (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 h^2)", _ffn(lambda ref: ref.h > 0)),
+        ("evaluates the GELU derivative at the activation's output a = gelu(h) instead of at its input h: "
+         "keep the pre-activation h = x @ w1 + b1 from forward and evaluate the derivative there",
+         _ffn(lambda ref: _gelu_tanh_grad(ref.a))),
+        ("treats t = tanh(...) in 0.5 h (1 + t) as a constant: the derivative is 0.5 (1 + t) plus "
+         "0.5 h (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 h^2) (t depends on h too)", _ffn(_tanh_held_constant)),
+        ("uses GELU's derivative while forward computes ReLU (cfg.activation is 'relu'): the ReLU derivative "
+         "is (h > 0)", _ffn(lambda ref: _gelu_tanh_grad(ref.h), activation="relu")),
+    ],
+    "block": [
+        ("leaves out the residual (skip) path of the attention sub-layer: for h = x + attn(ln1(x)), "
+         "dL/dx = dh + ln1.backward(attn.backward(dh))", _block(attn_skip=False)),
+        ("leaves out the residual (skip) path of the FFN sub-layer: for out = h + ffn(ln2(h)), "
+         "dh = grad_out + ln2.backward(ffn.backward(grad_out))", _block(ffn_skip=False)),
+        ("leaves out the residual (skip) paths of both sub-layers: each residual adds the gradient that skips "
+         "the branch, dh = grad_out + ln2.backward(ffn.backward(grad_out)), then "
+         "dL/dx = dh + ln1.backward(attn.backward(dh))", _block(attn_skip=False, ffn_skip=False)),
+        ("feeds the attention branch the block's upstream gradient grad_out instead of dh, the gradient at "
+         "h = x + attn(ln1(x)) (which includes the FFN's contribution): dL/dx = dh + ln1.backward(attn.backward(dh))",
+         _block(attn_gets="g")),
+    ],
+}
+
+
+def explain(subject, tensors, context, eps_analytical):
+    """A sentence naming the known-buggy backward that reproduces the student's
+    gradients, or None.
+
+    tensors: the gradient check's Tensors (name, the array at the point the
+    gradients were taken, analytical: the student's gradient as float64), the
+    input first as "x" for kinds with an input gradient. context: {"cfg", "x":
+    forward's input, "g": the upstream gradient backward was given}.
+    eps_analytical: the precision the student's gradients carry."""
+    tol = MATCH if eps_analytical <= np.finfo(np.float64).eps else FLOAT32_MATCH
+    compared = compare(subject, tensors, context, stop_below=tol)
+    if compared is None:
+        return None
+    right, found = compared
+    if right <= tol or not found:
+        return None     # the correct backward reproduces them: the cause is not in backward
+    err, hint = min(found, key=lambda f: f[0])
+    if err > tol or right <= SEPARATION * err:
+        return None
+    n = len(tensors)
+    return f"the gradients ({'all ' if n > 1 else ''}{n} tensor{'s' if n > 1 else ''}) match a backward that {hint}"
+
+
+def compare(subject, tensors, context, stop_below=None):
+    """(error of the correct backward, [(error, hint) per variant]), each error the
+    worst per-tensor |student - backward| relative to the tensor's size; None when
+    the kind has no variants or the student's weights cannot be put into the
+    reference. The variants are skipped (empty list) when the correct backward's
+    error is at most stop_below (a number)."""
+    kind, cfg = subject.kind, subject.cfg
+    variants = VARIANTS.get(kind.name)
+    param_map = subject.registration.param_map
+    if not variants or context.get("g") is None or (callable(param_map) and not isinstance(param_map, dict)):
+        return None    # a param_map function copies reference -> student only: no way back
+    params = [t for t in tensors if not (t.name == "x" and kind.has(INPUT_GRAD))]
+    ref = reference_module(kind, cfg.replace(dtype="float64"))
+    ref_params = named_params(ref)
+    try:
+        mapping = resolve_names(kind.name, {t.name: t.array.shape for t in params},
+                                {n: v.shape for n, v in ref_params.items()},
+                                param_map if isinstance(param_map, dict) else None)
+    except (CheckSkipped, CheckFailure):
+        return None
+    if any(ref_params[mapping[t.name]].shape != t.array.shape for t in params):
+        return None
+    for t in params:
+        ref_params[mapping[t.name]][...] = t.array
+    x = np.asarray(context["x"])
+    g = np.asarray(context["g"], dtype=np.float64)
+    grad_of = {slot.name: slot for slot in find_slots(ref)}
+
+    def error(run):
+        dx = run(ref, g)
+        if dx is None and kind.has(INPUT_GRAD):
+            return None
+        worst = 0.0
+        for t in tensors:
+            want = dx if t.name == "x" and kind.has(INPUT_GRAD) else grad_of[mapping[t.name]].grad()
+            want = np.asarray(want, dtype=np.float64)
+            if want.shape != t.analytical.shape:
+                return None
+            scale = max(float(np.abs(want).max(initial=0.0)), float(np.abs(t.analytical).max(initial=0.0)), 1e-30)
+            worst = max(worst, float(np.abs(want - t.analytical).max(initial=0.0)) / scale)
+        return worst
+
+    try:
+        with np.errstate(all="ignore"):
+            ref.forward(x if kind.has(TOKEN_IDS) else x.astype(np.float64))
+            right = error(lambda r, gg: r.backward(gg))
+            if right is None:
+                return None
+            if stop_below is not None and right <= stop_below:
+                return right, []
+            return right, [(err, hint) for hint, run in variants for err in [error(run)] if err is not None]
+    except (ValueError, IndexError, FloatingPointError, StudentError):
+        return None

@@ -1,0 +1,96 @@
+"""Backward variants (gradlab/backward_variants.py): when the gradient check fails,
+a known-buggy backward that reproduces every one of the student's gradients on
+the student's weights is named in the message; one that does not, or a correct
+module, gets nothing extra."""
+import numpy as np
+import pytest
+
+from gradlab import backward_variants
+from gradlab.checks.gradient import ModuleSetup
+from gradlab.discovery import find_slots
+from gradlab.kinds import get_kind
+from gradlab.loader import load, reference
+from gradlab.runner import config_for
+from gradlab.subject import Subject
+from gradlab.weights import random_reference
+
+# file, kind, cfg overrides, key words of the named cause
+BROKEN = [
+    ("red_mod_attention_no_softmax_jacobian.py", "attention", {}, ["`- sum(dA * A)`", "and the 1/sqrt(d_k)"]),
+    ("grad_bad_attention_softmax_term.py", "attention", {}, ["`- sum(dA * A)`", "softmax Jacobian"]),
+    ("grad_bad_attention_no_scale.py", "attention", {}, ["leaves out the 1/sqrt(d_k) scale"]),
+    ("red_mod_attention_scale_dk_bwd.py", "attention", {}, ["scale twice", "1/d_k"]),
+    ("bwdvar_attention_dk_no_transpose.py", "attention", {}, ["dK as dscores @ q", "dscores^T @ q"]),
+    ("bwdvar_attention_dv_no_transpose.py", "attention", {}, ["dV as A @ dctx", "A^T @ dctx"]),
+    ("red_mod_ffn_exact_gelu_grad.py", "ffn", {}, ["exact GELU", "tanh approximation"]),
+    ("bwdvar_ffn_relu_grad.py", "ffn", {}, ["ReLU derivative (h > 0)", "forward computes GELU"]),
+    ("bwdvar_ffn_at_output.py", "ffn", {}, ["at the activation's output", "pre-activation h"]),
+    ("bwdvar_ffn_tanh_constant.py", "ffn", {}, ["as a constant", "t depends on h"]),
+    ("bwdvar_ffn_gelu_grad_relu_fwd.py", "ffn", {"activation": "relu"}, ["GELU's derivative", "(h > 0)"]),
+    ("red_mod_block_no_residual_bwd.py", "block", {}, ["residual (skip) path of the attention sub-layer"]),
+    ("bwdvar_block_no_ffn_residual.py", "block", {}, ["residual (skip) path of the FFN sub-layer"]),
+    ("bwdvar_block_no_residuals.py", "block", {}, ["skip) paths of both sub-layers"]),
+    ("bwdvar_block_attn_gets_upstream.py", "block", {}, ["upstream gradient grad_out instead of dh"]),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name, kind, cfg, words", BROKEN, ids=[row[0][:-3] for row in BROKEN])
+def test_the_buggy_backward_is_named(run, zoo, name, kind, cfg, words, dtype):
+    record = run(kind, zoo(name), ["gradient"], dtype=dtype, **cfg)["gradient"]
+    assert record.status == "fail", record.message
+    assert "match a backward that" in record.message, record.message
+    for w in words:
+        assert w in record.message, (w, record.message)
+
+
+def test_a_wrong_forward_with_a_matching_backward_names_no_backward_variant(run, zoo):
+    """Forward scales by 1/d_k, backward by 1/sqrt(d_k): no backward of the reference reproduces
+    that (the reference's forward differs), so the pattern diagnosis speaks, not a variant."""
+    record = run("attention", zoo("red_mod_attention_scale_dk_fwd.py"), ["gradient"])["gradient"]
+    assert record.status == "fail" and "match a backward" not in record.message, record.message
+    assert "sqrt(d_k)" in record.message
+
+
+def _subject(impl, kind, **cfg):
+    loaded = load(impl) if impl else reference()
+    return Subject(get_kind(kind), loaded.get(kind), config_for(kind, 0, **cfg), loaded.name, loaded.files)
+
+
+CORRECT = [(None, "attention", "gelu"), (None, "ffn", "gelu"), (None, "ffn", "relu"), (None, "block", "gelu"),
+           (None, "block", "relu"), ("red_mod_attention_ok_einsum.py", "attention", "gelu"),
+           ("grad_ok_attention_mask_1e9.py", "attention", "gelu"), ("red_mod_ffn_ok_activation.py", "ffn", "gelu"),
+           ("red_mod_ffn_ok_activation.py", "ffn", "relu"), ("red_mod_block_ok_nested.py", "block", "gelu"),
+           ("grad_ok_ffn_relu.py", "ffn", "relu")]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name, kind, activation", CORRECT, ids=[f"{k}-{n or 'reference'}-{a}" for n, k, a in CORRECT])
+def test_correct_modules_match_no_variant(zoo, name, kind, activation, dtype):
+    """Asked directly (the check never asks on a pass): the correct backward matches first."""
+    subject = _subject(zoo(name) if name else None, kind, dtype=dtype, activation=activation)
+    rng = np.random.default_rng(1)
+    problem = ModuleSetup(subject, rng).problem(rng)
+    assert backward_variants.explain(subject, problem.tensors, problem.context, problem.eps_analytical) is None
+    right, variants = backward_variants.compare(subject, problem.tensors, problem.context)
+    tol = backward_variants.MATCH if dtype == "float64" else backward_variants.FLOAT32_MATCH
+    assert right <= tol / 10          # the correct backward reproduces the student's gradients...
+    assert variants and min(err for err, _ in variants) > tol    # ...and no variant does
+
+
+@pytest.mark.parametrize("kind", sorted(backward_variants.VARIANTS))
+def test_the_variants_are_built_on_the_current_reference_backward(kind):
+    """With the mistake switched off, the variants' code is the reference backward (a change to
+    modules/*.py that is not carried over here would make every variant silently wrong)."""
+    cfg = config_for(kind, 0)
+    rng = np.random.default_rng(0)
+    ref = random_reference(get_kind(kind), cfg, rng)
+    x = get_kind(kind).make_input(cfg, rng)
+    g = rng.standard_normal(ref.forward(x).shape)
+    right = {"x": ref.backward(g), **{s.name: s.grad().copy() for s in find_slots(ref)}}
+    fixed = {"attention": backward_variants._attn(),
+             "ffn": backward_variants._ffn(lambda r: backward_variants._gelu_tanh_grad(r.h)),
+             "block": backward_variants._block()}[kind]
+    got = {"x": fixed(ref, g), **{s.name: s.grad() for s in find_slots(ref)}}
+    for name, want in right.items():
+        np.testing.assert_allclose(got[name], want, rtol=1e-12, atol=1e-12, err_msg=name)
