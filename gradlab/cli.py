@@ -107,16 +107,21 @@ def cmd_check(args):
         print_record(kind_result, record, args.verbose)
         progress.update(kind_result)
 
+    harness.set_quiet(not args.verbose)   # student print()s would bury the one line per check
     try:
         result = check(args.kind, impl=args.impl, checks=args.checks, seed=args.seed, timeout=args.timeout,
                        on_record=on_record, **overrides)
     finally:
         progress.clear()
+        printed = harness.printed_lines()
+        harness.set_quiet(False)
     kind_results = getattr(result, "results", [result])
     for r in kind_results:
         n = r.counts()
         print(f"{r.kind} ({r.impl}): {n['pass']} passed, {n['fail']} failed, {n['error']} errors, "
               f"{n['skip']} skipped; seed {r.seed}")
+    if printed:
+        print(f"(your code printed {printed} lines while it was checked; -v shows them)")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result.to_dict(), fh, indent=2)

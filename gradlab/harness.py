@@ -6,6 +6,7 @@ This layer only runs code and validates what comes back; judging the numbers
 is the checks' job.
 """
 import contextlib
+import io
 import os
 import signal
 import threading
@@ -66,11 +67,39 @@ def get_timeout():
     return _timeout
 
 
+class _CountingSink(io.TextIOBase):
+    """Where student print()s go when the CLI runs quietly: counted, not shown
+    (a debug print in forward would otherwise bury the one line per check)."""
+    lines = 0
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        _CountingSink.lines += text.count("\n")
+        return len(text)
+
+
+_sink = None   # a _CountingSink while quiet, else None (student output goes where it normally does)
+
+
+def set_quiet(quiet):
+    """Swallow (and count) what student code prints to stdout."""
+    global _sink
+    _sink = _CountingSink() if quiet else None
+    _CountingSink.lines = 0
+
+
+def printed_lines():
+    """Lines student code printed while quiet."""
+    return _CountingSink.lines
+
+
 def guarded(what, fn, *args, files=(), error=StudentError, **kwargs):
     """Call student code `fn(*args, **kwargs)`; any failure becomes `error`
     with a one-line message naming `what` and the student's line."""
     try:
-        with time_limit(_timeout):
+        with time_limit(_timeout), (contextlib.redirect_stdout(_sink) if _sink else contextlib.nullcontext()):
             return fn(*args, **kwargs)
     except _Timeout as e:
         where = student_frame(e, files)

@@ -264,3 +264,18 @@ def test_done_when_student_files_outside_the_repo_from_another_cwd(tmp_path):
     code, out, err = run_command("check", "attention", "--impl", str(outside / "missing.py"), cwd=elsewhere)
     assert code == 2 and out == "" and err.count("\n") == 1 and "no such file" in err
     assert "Traceback" not in err
+
+
+def test_student_prints_are_counted_not_shown_unless_verbose(tmp_path, capsys):
+    path = tmp_path / "noisy.py"
+    path.write_text(
+        "import numpy as np\nimport gradlab\nprint('loading my module')\n\n"
+        "def softmax(x, axis=-1):\n    print('softmax called')\n"
+        "    e = np.exp(x - x.max(axis=axis, keepdims=True))\n    return e / e.sum(axis=axis, keepdims=True)\n\n"
+        "gradlab.register('softmax')(softmax)\n")
+    code, out, _ = run_main(capsys, "check", "softmax", "--impl", str(path), "--seed", "0")
+    assert code == 0
+    assert "softmax called" not in out and "loading my module" not in out
+    assert "your code printed" in out and "-v shows them" in out
+    code, out, _ = run_main(capsys, "check", "softmax", "--impl", str(path), "--seed", "0", "-v")
+    assert "softmax called" in out and "your code printed" not in out
