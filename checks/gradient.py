@@ -122,7 +122,10 @@ class ModuleSetup:
     def problem(self, rng):
         s, kind = self.subject, self.subject.kind
         x = s.make_input(rng)
-        out = s.forward(self.module, x)
+        # The student gets a copy on every forward call: x is reused afterwards (the point the numerics
+        # perturb, the diagnosis' context), and a forward that edits x in place would otherwise move that
+        # point between calls; input_mutation names the in-place edit.
+        out = s.forward(self.module, x.copy())
         g = FastNormals(rng).standard_normal(out.shape).astype(out.dtype)   # the g backward sees...
         g64 = g.astype(np.float64)                               # ...is exactly the g in f
         dx = s.backward(self.module, g.copy())
@@ -173,7 +176,7 @@ class ModuleSetup:
 
     def _objective(self, module, x, g64):
         s = self.subject
-        return lambda: float(np.sum(s.forward(module, x).astype(np.float64) * g64))
+        return lambda: float(np.sum(s.forward(module, x.copy()).astype(np.float64) * g64))   # copy: see problem()
 
     def _make_twin(self, x64, out):
         """Build the module with dtype=float64 and copy the parameters in by name
@@ -182,7 +185,7 @@ class ModuleSetup:
         twin_subject = Subject(s.kind, s.registration, s.cfg.replace(dtype="float64"), s.impl_name, s.files)
         try:
             twin = twin_subject.build()
-            probe = twin_subject.forward(twin, x64)
+            probe = twin_subject.forward(twin, x64.copy())
             twin_subject.backward(twin, np.ones_like(probe))
             self.calls += 2
             twin_slots = twin_subject.slots(twin)
@@ -209,7 +212,7 @@ class ModuleSetup:
         twin, _ = self.twin
         self.calls += 1
         try:
-            out64 = self._twin_subject.forward(twin, x64)
+            out64 = self._twin_subject.forward(twin, x64.copy())
         except StudentError as e:
             self.note = f"its float64 copy raised in forward: {e}"
             return False

@@ -53,7 +53,9 @@ def _module(subject, rng):
     ref_params = {name: value.astype(cfg.np_dtype) for name, value in named_params(ref).items()}
     how = load_reference(subject, module, slots, ref_params)
     x = subject.make_input(rng)
-    out = subject.forward(module, x)
+    # the student gets a copy: a forward that edits x in place would otherwise move the reference's input
+    # too, and the report would blame the output; input_mutation names the in-place edit
+    out = subject.forward(module, x.copy())
     tol = _tolerance(cfg, out)
     got = out.astype(np.float64)
     want = ref.forward(x if kind.has(TOKEN_IDS) else x.astype(np.float64))
