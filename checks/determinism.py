@@ -14,10 +14,18 @@ TOLERANCE = {"float64": 1e-12, "float32": 1e-6}   # relative to the tensor's siz
 
 
 def _differs(a, b, tol):
-    """(index, a, b, max |a - b|) of the first entry that differs by more than tol * scale, or None."""
+    """(index, a, b, max |a - b|) of the first entry that differs by more than tol * scale, or None.
+    NaN equals NaN (and inf the same inf): a run that gives NaN at the same places twice is repeatable
+    (the NaN is another check's finding); NaN in one run and a number in the other is a difference."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    diff = np.abs(a - b)
-    scale = max(float(np.abs(a).max(initial=0.0)), float(np.abs(b).max(initial=0.0)), 1e-30)
+    if a.shape != b.shape:
+        return (), float("nan"), float("nan"), float("inf")
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    with np.errstate(invalid="ignore"):
+        diff = np.where(same, 0.0, np.abs(a - b))
+    diff[np.isnan(diff)] = np.inf                      # NaN against a number (or +inf against -inf)
+    finite = np.isfinite(a) & np.isfinite(b)
+    scale = max(float(np.abs(a[finite]).max(initial=0.0)), float(np.abs(b[finite]).max(initial=0.0)), 1e-30)
     if diff.size == 0 or diff.max() <= tol * scale:
         return None
     k = int(np.argmax(diff))
