@@ -2,7 +2,8 @@
 
 When the student's analytical gradients disagree with finite differences, the
 check asks: does some known-buggy backward reproduce them? gradlab's reference
-module (float64) gets the student's weights, runs forward on the same input,
+module (float64) gets the student's weights (matched by name, shape or
+param_map, a param_map function included: see _positions), runs forward on the same input,
 and then backward with the same upstream gradient g, once correctly and once
 per variant below. A variant is named only when it reproduces every tensor the
 student returned (the input gradient and every parameter gradient) while the
@@ -33,7 +34,7 @@ import numpy as np
 from .discovery import find_slots
 from .errors import CheckFailure, CheckSkipped, StudentError
 from .kinds import INPUT_GRAD, TOKEN_IDS
-from .weights import named_params, reference_module, resolve_names
+from .weights import load_reference, named_params, reference_module, resolve_names
 
 # A variant reproduces the student's gradients when every tensor agrees to this
 # fraction of its size (float64 students; float32 students get FLOAT32_MATCH).
@@ -210,22 +211,21 @@ def compare(subject, tensors, context, stop_below=None):
     error is at most stop_below (a number)."""
     kind, cfg = subject.kind, subject.cfg
     variants = VARIANTS.get(kind.name)
-    param_map = subject.registration.param_map
-    if not variants or context.get("g") is None or (callable(param_map) and not isinstance(param_map, dict)):
-        return None    # a param_map function copies reference -> student only: no way back
+    if not variants or context.get("g") is None:
+        return None
     params = [t for t in tensors if not (t.name == "x" and kind.has(INPUT_GRAD))]
     ref = reference_module(kind, cfg.replace(dtype="float64"))
     ref_params = named_params(ref)
-    try:
-        mapping = resolve_names(kind.name, {t.name: t.array.shape for t in params},
-                                {n: v.shape for n, v in ref_params.items()},
-                                param_map if isinstance(param_map, dict) else None)
-    except (CheckSkipped, CheckFailure):
+    names = list(ref_params)
+    starts = np.cumsum([0] + [ref_params[n].size for n in names])
+    index = _positions(subject, params, ref_params, names, starts)
+    if index is None:
         return None
-    if any(ref_params[mapping[t.name]].shape != t.array.shape for t in params):
-        return None
+    flat = np.concatenate([ref_params[n].reshape(-1) for n in names])
     for t in params:
-        ref_params[mapping[t.name]][...] = t.array
+        flat[index[t.name]] = t.array
+    for n, a, b in zip(names, starts[:-1], starts[1:]):
+        ref_params[n][...] = flat[a:b].reshape(ref_params[n].shape)
     x = np.asarray(context["x"])
     g = np.asarray(context["g"], dtype=np.float64)
     grad_of = {slot.name: slot for slot in find_slots(ref)}
@@ -234,9 +234,10 @@ def compare(subject, tensors, context, stop_below=None):
         dx = run(ref, g)
         if dx is None and kind.has(INPUT_GRAD):
             return None
+        grads = np.concatenate([np.asarray(grad_of[n].grad(), dtype=np.float64).reshape(-1) for n in names])
         worst = 0.0
         for t in tensors:
-            want = dx if t.name == "x" and kind.has(INPUT_GRAD) else grad_of[mapping[t.name]].grad()
+            want = dx if t.name == "x" and kind.has(INPUT_GRAD) else grads[index[t.name]]
             want = np.asarray(want, dtype=np.float64)
             if want.shape != t.analytical.shape:
                 return None
@@ -255,3 +256,46 @@ def compare(subject, tensors, context, stop_below=None):
             return right, [(err, hint) for hint, run in variants for err in [error(run)] if err is not None]
     except (ValueError, IndexError, FloatingPointError, StudentError):
         return None
+
+
+def _positions(subject, params, ref_params, names, starts):
+    """{student parameter name: int array of its shape}: the position of each of its
+    entries in the reference parameters laid end to end (in `names` order), or None
+    when the student's weights cannot all be put into the reference.
+
+    Names matched by name, shape or a param_map dict map whole arrays. A param_map
+    function (reference -> student only, e.g. splitting qkv_weight into W_q, W_k,
+    W_v) is run once on a fresh module with every reference entry set to its own
+    number 1, 2, ...: the number each student entry receives says where it came from."""
+    param_map = subject.registration.param_map
+    if not (callable(param_map) and not isinstance(param_map, dict)):
+        try:
+            mapping = resolve_names(subject.kind.name, {t.name: t.array.shape for t in params},
+                                    {n: v.shape for n, v in ref_params.items()}, param_map)
+        except (CheckSkipped, CheckFailure):
+            return None
+        if any(ref_params[mapping[t.name]].shape != t.array.shape for t in params):
+            return None
+        at = dict(zip(names, starts))
+        return {t.name: at[mapping[t.name]] + np.arange(t.array.size).reshape(t.array.shape) for t in params}
+    if starts[-1] >= 2 ** 24:           # numbers beyond float32's exact integers
+        return None
+    numbered = {n: np.arange(a + 1, b + 1, dtype=np.float64).reshape(ref_params[n].shape)
+                for n, a, b in zip(names, starts[:-1], starts[1:])}
+    try:
+        module, slots = subject.fresh(np.random.default_rng(0), randomize=False)
+        load_reference(subject, module, slots, numbered)
+    except (StudentError, CheckSkipped, CheckFailure):
+        return None
+    by_name = {sl.name: sl.value for sl in slots}
+    out, seen = {}, np.zeros(int(starts[-1]), bool)
+    for t in params:
+        got = by_name.get(t.name)
+        if got is None or got.shape != t.array.shape:
+            return None
+        ids = np.asarray(got, dtype=np.float64)
+        if not np.all((ids == np.round(ids)) & (ids >= 1) & (ids <= starts[-1])):
+            return None                 # an entry that is not a copy of one reference entry
+        out[t.name] = ids.astype(np.int64) - 1
+        seen[out[t.name]] = True
+    return out if seen.all() else None

@@ -22,6 +22,9 @@ BROKEN = [
     ("red_mod_attention_scale_dk_bwd.py", "attention", {}, ["scale twice", "1/d_k"]),
     ("bwdvar_attention_dk_no_transpose.py", "attention", {}, ["dK as dscores @ q", "dscores^T @ q"]),
     ("bwdvar_attention_dv_no_transpose.py", "attention", {}, ["dV as A @ dctx", "A^T @ dctx"]),
+    # W_q, W_k, W_v attributes and a param_map function: the weights go back into the reference through
+    # numbered entries (each student entry says which reference entry it was copied from)
+    ("bwdvar_attention_heads_loop_no_jacobian.py", "attention", {}, ["`- sum(dA * A)`", "softmax Jacobian"]),
     ("red_mod_ffn_exact_gelu_grad.py", "ffn", {}, ["exact GELU", "tanh approximation"]),
     ("bwdvar_ffn_relu_grad.py", "ffn", {}, ["ReLU derivative (h > 0)", "forward computes GELU"]),
     ("bwdvar_ffn_at_output.py", "ffn", {}, ["at the activation's output", "pre-activation h"]),
