@@ -25,7 +25,8 @@ class _Timeout(BaseException):
     in student code cannot swallow it."""
 
 
-_armed = False   # True only while a guarded call runs under a time limit
+_armed = False      # True only while a guarded call runs under a time limit
+_installed = False  # our SIGALRM handler is in place (checked once per run, not per call)
 
 
 def _on_alarm(signum, frame):
@@ -33,29 +34,19 @@ def _on_alarm(signum, frame):
         raise _Timeout()
 
 
-@contextlib.contextmanager
-def time_limit(seconds):
-    """Interrupt the block after `seconds` (main thread only: elsewhere, and for
-    a call stuck inside one C routine, it cannot interrupt). The handler is
-    installed once and stays (it does nothing unless armed): re-installing it
-    around every call into student code cost more than a small module's forward."""
-    global _armed
-    if not seconds or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    if signal.getsignal(signal.SIGALRM) is not _on_alarm:
-        signal.signal(signal.SIGALRM, _on_alarm)
-    outer = _armed
-    _armed = True
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        _armed = outer
+def install_alarm_handler():
+    """Put gradlab's SIGALRM handler in place (it does nothing unless a guarded
+    call is running). Called at the start of every run; installing it around
+    every call into student code cost more than a small module's forward."""
+    global _installed
+    if threading.current_thread() is threading.main_thread():
+        if signal.getsignal(signal.SIGALRM) is not _on_alarm:
+            signal.signal(signal.SIGALRM, _on_alarm)
+        _installed = True
 
 
 _timeout = DEFAULT_TIMEOUT
+_MAIN_THREAD = threading.main_thread()
 
 
 def set_timeout(seconds):
@@ -97,9 +88,21 @@ def printed_lines():
 
 def guarded(what, fn, *args, files=(), error=StudentError, **kwargs):
     """Call student code `fn(*args, **kwargs)`; any failure becomes `error`
-    with a one-line message naming `what` and the student's line."""
+    with a one-line message naming `what` and the student's line. A call that
+    runs longer than the timeout is interrupted (main thread only: elsewhere,
+    and inside one long C routine, it cannot be). Written without context
+    managers: it wraps every forward, and small modules' forwards take microseconds."""
+    global _armed
+    alarm = bool(_timeout) and threading.current_thread() is _MAIN_THREAD
+    if alarm:
+        if not _installed:
+            install_alarm_handler()
+        outer, _armed = _armed, True
+        signal.setitimer(signal.ITIMER_REAL, _timeout)
     try:
-        with time_limit(_timeout), (contextlib.redirect_stdout(_sink) if _sink else contextlib.nullcontext()):
+        if _sink is None:
+            return fn(*args, **kwargs)
+        with contextlib.redirect_stdout(_sink):
             return fn(*args, **kwargs)
     except _Timeout as e:
         where = student_frame(e, files)
@@ -123,6 +126,10 @@ def guarded(what, fn, *args, files=(), error=StudentError, **kwargs):
         if error is StudentError:
             raise StudentError(message, where=where) from e
         raise error(message) from e
+    finally:
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            _armed = outer
 
 
 def student_frame(exc, files=()):

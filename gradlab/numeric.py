@@ -197,9 +197,9 @@ class Engine:
         self.calls += 1
         return float(self._f())
 
-    @contextlib.contextmanager
-    def _moved(self, dirs, s):
-        """Arrays at original + s * d (cast to their dtype); yields <a, effective delta>."""
+    def _at(self, dirs, s):
+        """f at original + s * d (cast to the arrays' dtypes), and <a, the step actually taken>.
+        Every array is restored exactly, even when the student's code raises."""
         touched = []
         try:
             dot = 0.0
@@ -215,14 +215,10 @@ class Engine:
                     moved[...] = t.array                  # the value actually written
                 moved -= self._originals64[i]             # the step actually taken
                 dot += float(np.vdot(t.analytical, moved))
-            yield dot
+            return self.evaluate(), dot
         finally:
             for i in touched:
                 self.tensors[i].array[...] = self._originals[i]
-
-    def _at(self, dirs, s):
-        with self._moved(dirs, s) as dot:
-            return self.evaluate(), dot
 
     # ---- one directional comparison ----------------------------------------
     def directional(self, dirs, step=None, adapt=True):

@@ -32,6 +32,7 @@ def check(kind, impl=None, checks=None, seed=None, timeout=None, on_record=None,
         checks = [c.strip() for c in checks.split(",") if c.strip()]
     wanted = suite.resolve(checks) if checks else None
     previous_timeout = harness.get_timeout()
+    harness.install_alarm_handler()   # once per run: something may have replaced it since the last
     if timeout is not None:
         harness.set_timeout(timeout)
     try:
