@@ -61,16 +61,24 @@ def _transposed(kind, name, a, n, context, cfg, what):
     return None
 
 
-def _repeated_ids(kind, name, a, n, context, cfg, what):
+def _token_counts(kind, a, context, cfg):
+    """How often each token id occurs in the input, when `a` is a (V, D) table of a
+    token kind (None otherwise): the rows the lookup path reaches."""
     ids = context.get("x")
     if not kind.has(TOKEN_IDS) or ids is None or a.ndim != 2 or cfg is None or a.shape[0] != cfg.vocab_size:
         return None
     ids = np.asarray(ids)
     if ids.dtype.kind not in "iu":
         return None
+    return np.bincount(ids.reshape(-1), minlength=a.shape[0])
+
+
+def _repeated_ids(kind, name, a, n, context, cfg, what):
+    counts = _token_counts(kind, a, context, cfg)
+    if counts is None:
+        return None
     scale = max(float(np.abs(n).max()), 1e-30)
     bad_rows = {int(r) for r in np.nonzero(np.abs(a - n).max(axis=1) > MATCH * scale)[0]}
-    counts = np.bincount(ids.reshape(-1), minlength=a.shape[0])
     repeated = {int(r) for r in np.nonzero(counts > 1)[0]}
     if bad_rows and bad_rows <= repeated:
         rows = sorted(bad_rows)[:4]
@@ -83,13 +91,10 @@ def _repeated_ids(kind, name, a, n, context, cfg, what):
 def _unseen_ids(kind, name, a, n, context, cfg, what):
     """A tied (V, D) embedding whose rows for ids absent from the input get no gradient:
     only the lookup path is in backward, the output projection's path is missing."""
-    ids = context.get("x")
-    if not kind.has(TOKEN_IDS) or ids is None or a.ndim != 2 or cfg is None or a.shape[0] != cfg.vocab_size:
+    counts = _token_counts(kind, a, context, cfg)
+    if counts is None:
         return None
-    ids = np.asarray(ids)
-    if ids.dtype.kind not in "iu":
-        return None
-    unseen = np.bincount(ids.reshape(-1), minlength=a.shape[0]) == 0
+    unseen = counts == 0
     scale = max(float(np.abs(n).max()), 1e-30)
     if not unseen.any() or np.any(a[unseen]) or not (np.abs(n[unseen]) > MATCH * scale).any():
         return None
