@@ -120,6 +120,11 @@ def cmd_check(args):
         n = r.counts()
         print(f"{r.kind} ({r.impl}): {n['pass']} passed, {n['fail']} failed, {n['error']} errors, "
               f"{n['skip']} skipped; seed {r.seed}")
+    if len(kind_results) > 1:
+        total = {k: sum(r.counts()[k] for r in kind_results) for k in ("pass", "fail", "error", "skip")}
+        failing = [r.kind for r in kind_results if not r.passed]
+        print(f"all {len(kind_results)} kinds: {total['pass']} passed, {total['fail']} failed, {total['error']} errors, "
+              f"{total['skip']} skipped" + (f"; not passing: {', '.join(failing)}" if failing else ""))
     if printed:
         print(f"(your code printed {printed} lines while it was checked; -v shows them)")
     if args.json:

@@ -201,7 +201,9 @@ def test_json_for_check_all(tmp_path, capsys):
     assert kinds == {"linear", "layernorm", "ffn", "embedding", "softmax", "cross_entropy", "adam"}
     for r in d["results"]:
         assert {"kind", "impl", "passed", "checks"} <= set(r) and r["checks"]
-    assert len([line for line in out.splitlines() if " passed, " in line]) == len(kinds)   # a summary per kind
+    summaries = [line for line in out.splitlines() if " passed, " in line]
+    assert len(summaries) == len(kinds) + 1                      # a summary per kind, then the total
+    assert summaries[-1].startswith(f"all {len(kinds)} kinds: ")
 
 
 # ---- list and help ---------------------------------------------------------------
