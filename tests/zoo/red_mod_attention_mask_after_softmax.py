@@ -2,53 +2,23 @@
 import numpy as np
 
 import gradlab
+from red_mod_attention_ok_einsum import CausalAttention
 
 
-class CausalAttention:
-    def __init__(self, cfg):
-        rng = np.random.default_rng(cfg.seed + 1)
-        D, dt = cfg.d_model, cfg.dtype
-        self.H, self.dk = cfg.num_heads, D // cfg.num_heads
-        self.params = {"qkv_weight": rng.normal(0, D ** -0.5, (D, 3 * D)).astype(dt),
-                       "qkv_bias": rng.normal(0, 0.1, 3 * D).astype(dt),
-                       "out_weight": rng.normal(0, D ** -0.5, (D, D)).astype(dt),
-                       "out_bias": np.zeros(D, dt)}
-        self.grads = {}
+class MaskAfterSoftmax(CausalAttention):
+    def mask(self, scores):
+        return scores
 
-    def forward(self, x):
-        B, T, D = x.shape
-        P = self.params
-        self.x = x
-        qkv = np.einsum("btd,de->bte", x, P["qkv_weight"]) + P["qkv_bias"]
-        q, k, v = (qkv[..., i * D:(i + 1) * D].reshape(B, T, self.H, self.dk) for i in range(3))
-        self.q, self.k, self.v = q, k, v
-        scores = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(self.dk)
-        e = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        A = e / e.sum(axis=-1, keepdims=True)
-        self.A_full = A
-        A = A * np.tril(np.ones((T, T)))   # BUG: mask after softmax
-        self.attn_weights = A
-        ctx = np.einsum("bhqk,bkhd->bqhd", A , v)
-        self.ctx = ctx.reshape(B, T, D)
-        return np.einsum("btd,de->bte", self.ctx, P["out_weight"]) + P["out_bias"]
+    def softmax(self, scores):
+        T = scores.shape[-1]
+        self.A_full = super().softmax(scores)
+        return self.A_full * np.tril(np.ones((T, T)))   # BUG: mask after softmax
 
-    def backward(self, dout):
-        B, T, D = dout.shape
-        P, A = self.params, self.attn_weights
-        self.grads["out_weight"] = np.einsum("btd,bte->de", self.ctx, dout)
-        self.grads["out_bias"] = dout.sum(axis=(0, 1))
-        dctx = (dout @ P["out_weight"].T).reshape(B, T, self.H, self.dk)
-        dA = np.einsum("bqhd,bkhd->bhqk", dctx, self.v)
-        dv = np.einsum("bhqk,bqhd->bkhd", A, dctx)
-        dscores = self.A_full * (dA * np.tril(np.ones((T, T))) - (self.A_full * dA * np.tril(np.ones((T, T)))).sum(axis=-1, keepdims=True)) / np.sqrt(self.dk)
-        dq = np.einsum("bhqk,bkhd->bqhd", dscores, self.k)
-        dk = np.einsum("bhqk,bqhd->bkhd", dscores, self.q)
-        dqkv = np.concatenate([t.reshape(B, T, D) for t in (dq, dk, dv)], axis=-1)
-        self.grads["qkv_weight"] = np.einsum("btd,bte->de", self.x, dqkv)
-        self.grads["qkv_bias"] = dqkv.sum(axis=(0, 1))
-        return dqkv @ P["qkv_weight"].T
+    def dscores(self, A, dA):
+        T = A.shape[-1]
+        return self.A_full * (dA * np.tril(np.ones((T, T))) - (self.A_full * dA * np.tril(np.ones((T, T)))).sum(axis=-1, keepdims=True)) / np.sqrt(self.dk)
 
 
 @gradlab.register("attention")
 def build(cfg):
-    return CausalAttention(cfg)
+    return MaskAfterSoftmax(cfg)
