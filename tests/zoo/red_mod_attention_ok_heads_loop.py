@@ -1,6 +1,7 @@
 """Correct: separate W_q/W_k/W_v/W_o attributes (grads dW_q, ...), a Python loop over
 heads, a causal mask precomputed in __init__ for max_len, -1e9 fill, float32-safe
-constants; a param_map function splits the fused reference weights."""
+constants; a param_map function splits the fused reference weights.
+bwdvar_attention_heads_loop_no_jacobian.py overrides dscores to plant one bug."""
 import numpy as np
 
 import gradlab
@@ -13,6 +14,9 @@ class MultiHeadAttention:
         self.W_q, self.W_k, self.W_v, self.W_o = (init(d_model, d_model) for _ in range(4))
         self.b_q, self.b_k, self.b_v, self.b_o = (np.zeros(d_model, dtype) for _ in range(4))
         self.mask = np.triu(np.ones((max_len, max_len), dtype=bool), k=1)   # True = future
+
+    def dscores(self, a, da):                    # one head: back through softmax and the scale
+        return a * (da - (da * a).sum(-1, keepdims=True)) / np.sqrt(self.d_k)
 
     def forward(self, x, training=False):
         B, T, D = x.shape
@@ -45,7 +49,7 @@ class MultiHeadAttention:
             dc = dconcat[:, :, sl]
             dV[:, :, sl] = a.transpose(0, 2, 1) @ dc
             da = dc @ self.V[:, :, sl].transpose(0, 2, 1)
-            ds = a * (da - (da * a).sum(-1, keepdims=True)) / np.sqrt(self.d_k)
+            ds = self.dscores(a, da)
             dQ[:, :, sl] = ds @ self.K[:, :, sl]
             dK[:, :, sl] = ds.transpose(0, 2, 1) @ self.Q[:, :, sl]
         self.dW_q, self.dW_k, self.dW_v = (flat(self.x).T @ flat(d) for d in (dQ, dK, dV))
