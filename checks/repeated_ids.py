@@ -19,16 +19,19 @@ MAX_NUMERIC_ROWS = 2                                  # repeated ids checked num
 
 
 def repeated_batch(cfg, rng):
-    """ids (B, T) where one id occurs within row 0 and again in the last row, and a second id in two rows."""
+    """ids (B, T) where one id occurs twice at the start (within row 0, or in rows 0 and 1
+    when T = 1) and again at the very end (the last row), and, when there is room, a second
+    id at two more places. Needs B * T >= 2 (the caller skips otherwise)."""
     B, T, V = cfg.batch_size, cfg.seq_len, cfg.vocab_size
     ids = rng.integers(0, V, size=(B, T))
+    n = B * T
     a, b = rng.choice(V, size=2, replace=False) if V > 1 else (0, 0)
-    cells = [(0, 0), (0, 1), (B - 1, T - 1)]                # a: twice in row 0, once in the last row
-    b_cells = [(0, 2), (B - 1, 0)] if B > 1 and T > 2 else []
-    for r, t in cells:
-        ids[r, t] = a
-    for r, t in b_cells:
-        ids[r, t] = b
+    a_cells = sorted({0, 1, n - 1})
+    b_cells = sorted({2, n - T} - set(a_cells))         # row 0 and the start of the last row
+    b_cells = b_cells if len(b_cells) == 2 else []
+    flat = ids.reshape(-1)
+    flat[a_cells] = a
+    flat[b_cells] = b
     return ids
 
 
@@ -58,8 +61,8 @@ def _occurrences(ids, token):
        summary="embedding gradients accumulate over repeated token ids (np.add.at)")
 def repeated_ids(subject, rng):
     kind, cfg = subject.kind, subject.cfg
-    if cfg.batch_size * cfg.seq_len < 3 or cfg.vocab_size < 2:
-        raise CheckSkipped(f"{kind.name}: the batch is too small to repeat ids (needs batch_size*seq_len >= 3)")
+    if cfg.batch_size * cfg.seq_len < 2 or cfg.vocab_size < 2:
+        raise CheckSkipped(f"{kind.name}: the batch is too small to repeat ids (needs batch_size*seq_len >= 2)")
     module, slots = subject.fresh(rng)
     table = _table_slot(subject, slots)
     ids = repeated_batch(cfg, rng)
@@ -88,8 +91,9 @@ def repeated_ids(subject, rng):
     metrics = {"repeated_ids": len(repeated), "rows_checked": len(rows), "max_error": float(err.max()),
                "tolerance": tol}
     if not wrong:
-        return Outcome(f"gradient of {table.name!r} matches {how} on {len(rows)} rows; {len(repeated)} ids "
-                       f"repeat in the batch (max error {float(err.max()):.1e})", metrics)
+        ids_repeat = "1 id repeats" if len(repeated) == 1 else f"{len(repeated)} ids repeat"
+        return Outcome(f"gradient of {table.name!r} matches {how} on {len(rows)} rows; {ids_repeat} "
+                       f"in the batch (max error {float(err.max()):.1e})", metrics)
     bad_repeated = [r for r in wrong if r in repeated]
     if bad_repeated and not any(r not in repeated for r in wrong):
         token = bad_repeated[0]

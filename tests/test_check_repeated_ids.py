@@ -56,3 +56,13 @@ def test_batch_repeats_ids_within_and_across_rows():
     a = ids[0, 0]
     assert ids[0, 1] == a and ids[-1, -1] == a
     assert ids[0, 2] == ids[-1, 0]
+
+
+@pytest.mark.parametrize("batch_size, seq_len", [(3, 1), (2, 1), (1, 2)])
+def test_tiny_batches_still_repeat_ids(zoo, run, batch_size, seq_len):
+    """T = 1 (ids repeat across rows only) and B = 1: the overwrite is still caught, no crash."""
+    sizes = dict(batch_size=batch_size, seq_len=seq_len, max_len=max(seq_len, 2))
+    assert run("embedding", None, ["repeated_ids"], **sizes)["repeated_ids"].status == "pass"
+    broken = run("embedding", zoo("repeated_ids_bad_embedding_overwrite.py"), ["repeated_ids"], **sizes)
+    assert broken["repeated_ids"].status == "fail", broken["repeated_ids"].message
+    assert "np.add.at" in broken["repeated_ids"].message

@@ -13,7 +13,6 @@ ROOT = Path(__file__).parent.parent
 BROKEN_ATTENTION = str(ROOT / "examples" / "broken_attention.py")          # transposed out_weight gradient
 LEAKY_ATTENTION = str(ROOT / "tests" / "zoo" / "causality_bad_attention_no_mask.py")
 
-STRUCTURAL = ["shapes", "gradient", "causality", "softmax_rows", "reference", "batch_independence"]
 MODULE_KINDS = ["linear", "layernorm", "ffn", "attention", "embedding", "positional", "block", "lm",
                 "softmax", "cross_entropy"]
 
@@ -30,10 +29,10 @@ def sizes(draw, min_seq=1, min_model=2):
 
 
 @pytest.mark.parametrize("kind", MODULE_KINDS)
-@settings(max_examples=25)
+@settings(max_examples=15)
 @given(cfg=sizes(), seed=st.integers(0, 2**31 - 1))
 def test_reference_passes_at_any_size(kind, cfg, seed):
-    result = gradlab.check(kind, checks=STRUCTURAL, seed=seed, **cfg)
+    result = gradlab.check(kind, seed=seed, **cfg)      # every check that applies
     assert result.passed, [f"{c.name}: {c.message}" for c in result.checks if not c.ok]
 
 
