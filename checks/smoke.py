@@ -3,7 +3,7 @@ When it fails the other checks are skipped, so their messages are not noise."""
 import numpy as np
 
 from gradlab.errors import CheckFailure
-from gradlab.kinds import LOSS, OPTIMIZER, PROBABILITIES, TRAJECTORY
+from gradlab.kinds import LOSS, PROBABILITIES, TRAJECTORY
 from gradlab.subject import call_cross_entropy, call_scalar, call_softmax
 from gradlab.suite import Outcome, check
 

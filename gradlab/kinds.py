@@ -6,7 +6,6 @@ Checks never look at a kind's name: they ask for tags such as "causal" or
 """
 from dataclasses import dataclass, field
 
-import numpy as np
 
 # Capability tags checks select on.
 DIFFERENTIABLE = "differentiable"   # has backward(g) and parameter gradients (or returns a gradient)
@@ -57,7 +56,7 @@ class KindSpec:
 
 
 def _block_shapes(cfg, prefix=""):
-    D, F = cfg.d_model, cfg.d_ff
+    D = cfg.d_model
     shapes = {}
     for ln in ("ln1", "ln2"):
         shapes.update({f"{prefix}{ln}.gamma": (D,), f"{prefix}{ln}.beta": (D,)})

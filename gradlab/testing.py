@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from . import loader, runner, suite
 from .errors import UsageError
 from .kinds import KINDS, get_kind
-from .records import ERROR, FAIL, PASS, SKIP, CheckRecord
+from .records import ERROR, FAIL, SKIP, CheckRecord
 from .subject import Subject
 
 __all__ = ["parametrize_with_checks", "CheckCase", "cases", "run_case", "session_seed"]

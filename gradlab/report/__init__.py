@@ -9,7 +9,7 @@ plugin import it only when a report is asked for, so `gradlab --help` stays fast
 """
 import os
 
-from .render import as_kind_results, render
+from .render import render
 
 __all__ = ["write_report", "render"]
 
