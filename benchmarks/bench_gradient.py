@@ -34,14 +34,14 @@ import numpy as np
 
 import gradlab
 from gradlab.checks import gradient as gradient_check
-from gradlab.discovery import find_slots
-from gradlab.errors import CheckFailure
-from gradlab.kinds import INPUT_GRAD, LOSS, get_kind
-from gradlab.loader import Implementation, reference
-from gradlab.numeric import elementwise_gradient
-from gradlab.registry import Registration
-from gradlab.runner import config_for, rng_for
-from gradlab.subject import Subject
+from gradlab.execution.discovery import find_slots
+from gradlab.contract.errors import CheckFailure
+from gradlab.contract.kinds import INPUT_GRAD, LOSS, get_kind
+from gradlab.execution.loader import Implementation, reference
+from gradlab.numerics.engine import elementwise_gradient
+from gradlab.contract.registry import Registration
+from gradlab.execution.runner import config_for, rng_for
+from gradlab.execution.subject import Subject
 
 KINDS = ["linear", "layernorm", "ffn", "attention", "embedding", "positional", "block", "lm", "cross_entropy"]
 BIG = ("attention (B=2, T=16, D=64, H=4)", "attention",

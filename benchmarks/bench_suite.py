@@ -19,9 +19,9 @@ import time
 import numpy as np
 
 import gradlab
-from gradlab.kinds import KINDS
-from gradlab.loader import reference
-from gradlab.runner import config_for
+from gradlab.contract.kinds import KINDS
+from gradlab.execution.loader import reference
+from gradlab.execution.runner import config_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -11,11 +11,11 @@ failure says which property broke, for which tensor, in plain words.
 """
 import numpy as np
 
-from gradlab.errors import CheckFailure
-from gradlab.kinds import DIFFERENTIABLE
-from gradlab.numeric import eps_of
-from gradlab.records import table
-from gradlab.suite import Outcome, check
+from gradlab.contract.errors import CheckFailure
+from gradlab.contract.kinds import DIFFERENTIABLE
+from gradlab.numerics.engine import eps_of
+from gradlab.contract.records import table
+from gradlab.contract.suite import Outcome, check
 
 REPEAT_ULPS = 100      # repeatable: equal to this many eps of the tensor's largest entry (BLAS may reorder sums)
 LINEAR_ULPS = 1e4      # linear: rounding of three backward calls, relative to the largest entry

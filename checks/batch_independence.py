@@ -2,12 +2,12 @@
 sample and no other sample's output may move: a LayerNorm whose statistics
 run over the batch, a reshape that mixes samples, or a softmax over axis 0
 all break it (and all pass a gradient check)."""
-from gradlab.errors import CheckFailure, CheckSkipped
-from gradlab.influence import influence_matrix
-from gradlab.kinds import PER_SAMPLE
-from gradlab.records import heatmap
-from gradlab.subject import call_softmax
-from gradlab.suite import Outcome, check
+from gradlab.contract.errors import CheckFailure, CheckSkipped
+from gradlab.numerics.influence import influence_matrix
+from gradlab.contract.kinds import PER_SAMPLE
+from gradlab.contract.records import heatmap
+from gradlab.execution.subject import call_softmax
+from gradlab.contract.suite import Outcome, check
 
 
 @check("batch_independence", needs={PER_SAMPLE}, order=45,

@@ -4,11 +4,11 @@ independent of later inputs (exp of -inf or of -1e9 is exactly 0 in float32
 and float64), so the tolerance is only a guard against rounding noise."""
 import numpy as np
 
-from gradlab.errors import CheckFailure, CheckSkipped
-from gradlab.influence import influence_matrix
-from gradlab.kinds import ATTN_WEIGHTS, CAUSAL
-from gradlab.records import heatmap
-from gradlab.suite import Outcome, check
+from gradlab.contract.errors import CheckFailure, CheckSkipped
+from gradlab.numerics.influence import influence_matrix
+from gradlab.contract.kinds import ATTN_WEIGHTS, CAUSAL
+from gradlab.contract.records import heatmap
+from gradlab.contract.suite import Outcome, check
 
 
 def _hint(kind, module, cfg):

@@ -5,10 +5,10 @@ over between calls (running statistics, a cache that grows) and backward
 adding into the gradients instead of setting them."""
 import numpy as np
 
-from gradlab.errors import CheckFailure
-from gradlab.kinds import DIFFERENTIABLE, OPTIMIZER, PROBABILITIES
-from gradlab.subject import call_cross_entropy, call_softmax
-from gradlab.suite import Outcome, check
+from gradlab.contract.errors import CheckFailure
+from gradlab.contract.kinds import DIFFERENTIABLE, OPTIMIZER, PROBABILITIES
+from gradlab.execution.subject import call_cross_entropy, call_softmax
+from gradlab.contract.suite import Outcome, check
 
 TOLERANCE = {"float64": 1e-12, "float32": 1e-6}   # relative to the tensor's size; identical code gives 0
 

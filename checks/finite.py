@@ -4,10 +4,10 @@ without the max subtraction, or a log of a probability that underflowed to 0,
 turns logits around 1e3 into inf and NaN; a correct implementation does not."""
 import numpy as np
 
-from gradlab.errors import CheckFailure, StudentError
-from gradlab.harness import describe
-from gradlab.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, PROBABILITIES, TOKEN_IDS
-from gradlab.suite import Outcome, check
+from gradlab.contract.errors import CheckFailure, StudentError
+from gradlab.execution.harness import describe
+from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, PROBABILITIES, TOKEN_IDS
+from gradlab.contract.suite import Outcome, check
 
 SCALE = 1e3             # logits around 1e3; float inputs multiplied by 1e3 (attention scores then reach ~1e6)
 EMBEDDING_SCALE = 30.0  # token kinds: the (V, D) and (max_len, D) tables are scaled instead

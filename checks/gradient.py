@@ -2,7 +2,7 @@
 scalarised objective f = sum(forward(x) * g) (for a loss function: the loss it
 returns), for the input and every parameter.
 
-How (gradlab.numeric does the arithmetic):
+How (gradlab.numerics.engine does the arithmetic):
 1. The analytical gradients are captured first, from one forward and backward.
 2. One random direction d over all tensors at once: <analytical, d> against the
    derivative of f along d, with a tolerance from the measured numerical error.
@@ -22,23 +22,24 @@ How (gradlab.numeric does the arithmetic):
 6. Loss functions: the gradient they return against the loss they return,
    also with ignore_index (some targets ignored).
 7. The cause, when the check fails: for module kinds, a known-buggy backward
-   (gradlab.backward_variants) that reproduces every tensor on the student's
-   weights is named first; otherwise the patterns of gradlab.diagnosis.
+   (gradlab.diagnosis.backward_variants) that reproduces every tensor on the student's
+   weights is named first; otherwise the patterns of gradlab.diagnosis.causes.
 
 Every array is restored bit for bit after every perturbation. The check's
 random stream comes from the runner (`--seed` replays it).
 """
 import numpy as np
 
-from gradlab import backward_variants, diagnosis
-from gradlab.errors import CheckFailure, StudentError
-from gradlab.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, LOSS, TOKEN_IDS
-from gradlab.loader import reference as reference_impl
-from gradlab.numeric import EPS, Engine, Tensor, eps_of, random_direction
-from gradlab.records import heatmap, table
-from gradlab.subject import (IGNORE_INDEX, Subject, call_cross_entropy, loss_inputs, randomize_params,
+from gradlab.diagnosis import backward_variants
+from gradlab.diagnosis import causes as diagnosis
+from gradlab.contract.errors import CheckFailure, StudentError
+from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, LOSS, TOKEN_IDS
+from gradlab.execution.loader import reference as reference_impl
+from gradlab.numerics.engine import EPS, Engine, Tensor, eps_of, random_direction
+from gradlab.contract.records import heatmap, table
+from gradlab.execution.subject import (IGNORE_INDEX, Subject, call_cross_entropy, loss_inputs, randomize_params,
                              with_ignored)
-from gradlab.suite import Outcome, check
+from gradlab.contract.suite import Outcome, check
 
 FULL_MAP_MAX_ELEMENTS = 2048   # per-element map (2 forwards per element) up to this size; bisection above
 MAX_LOCALISED = 3              # failing tensors whose elements are localised (the worst first)
@@ -54,7 +55,7 @@ class Problem:
         self.tensors, self.f, self.f_abs = tensors, f, f_abs
         self.eps_numeric, self.eps_analytical = eps_numeric, eps_analytical
         self.numerics = numerics      # a phrase: where the numerical side was computed
-        self.context = context        # for gradlab.diagnosis
+        self.context = context        # for gradlab.diagnosis.causes
         self.label = label            # e.g. " with ignore_index=0"
         self.f0 = None                # f at the unperturbed point, when already known
 
@@ -68,7 +69,7 @@ def _eps(*arrays):
 class FastNormals:
     """rng.standard_normal(shape) with Gaussian marginals at a fraction of the cost
     (random signs times magnitudes from a fixed Gaussian pool, see
-    gradlab.numeric.random_direction): drawing 20,000 fresh normals costs more
+    gradlab.numerics.engine.random_direction): drawing 20,000 fresh normals costs more
     than a forward pass of the attention the issue benchmarks."""
 
     def __init__(self, rng, prefetch=0):

@@ -5,10 +5,10 @@ residual stream of a block, the gradient another branch still needs).
 clip_grad_norm is exempt: scaling the gradients in place is its contract."""
 import numpy as np
 
-from gradlab.errors import CheckFailure
-from gradlab.kinds import DIFFERENTIABLE, OPTIMIZER, PROBABILITIES
-from gradlab.subject import IGNORE_INDEX, call_cross_entropy, call_softmax, with_ignored
-from gradlab.suite import Outcome, check
+from gradlab.contract.errors import CheckFailure
+from gradlab.contract.kinds import DIFFERENTIABLE, OPTIMIZER, PROBABILITIES
+from gradlab.execution.subject import IGNORE_INDEX, call_cross_entropy, call_softmax, with_ignored
+from gradlab.contract.suite import Outcome, check
 
 
 class _Watch:

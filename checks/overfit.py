@@ -10,14 +10,14 @@ import copy
 
 import numpy as np
 
-from gradlab.discovery import find_slots
-from gradlab.errors import CheckFailure, CheckSkipped
-from gradlab.harness import guarded
-from gradlab.kinds import OPTIMIZER, SUBMODULE, TOKEN_IDS
-from gradlab.loader import reference as reference_impl
-from gradlab.records import curve, table
-from gradlab.suite import Outcome, check
-from gradlab.weights import load_reference, named_params
+from gradlab.execution.discovery import find_slots
+from gradlab.contract.errors import CheckFailure, CheckSkipped
+from gradlab.execution.harness import guarded
+from gradlab.contract.kinds import OPTIMIZER, SUBMODULE, TOKEN_IDS
+from gradlab.execution.loader import reference as reference_impl
+from gradlab.contract.records import curve, table
+from gradlab.contract.suite import Outcome, check
+from gradlab.execution.weights import load_reference, named_params
 
 STEPS = 30
 LR = 0.02            # Adam's step size for the module runs (optimizer kinds use their own cfg)

@@ -12,14 +12,14 @@ import math
 
 import numpy as np
 
-from gradlab.diagnosis import factor_pattern, position_pattern
-from gradlab.errors import CheckFailure
-from gradlab.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILITIES, TOKEN_IDS
-from gradlab.loader import reference as reference_impl
-from gradlab.records import heatmap, table
-from gradlab.subject import IGNORE_INDEX, call_cross_entropy, call_softmax, loss_inputs, with_ignored
-from gradlab.suite import Outcome, check
-from gradlab.weights import load_reference, named_params, random_reference
+from gradlab.diagnosis.causes import factor_pattern, position_pattern
+from gradlab.contract.errors import CheckFailure
+from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILITIES, TOKEN_IDS
+from gradlab.execution.loader import reference as reference_impl
+from gradlab.contract.records import heatmap, table
+from gradlab.execution.subject import IGNORE_INDEX, call_cross_entropy, call_softmax, loss_inputs, with_ignored
+from gradlab.contract.suite import Outcome, check
+from gradlab.execution.weights import load_reference, named_params, random_reference
 
 # |student - reference| <= TOLERANCE * (largest |reference| entry). The reference
 # is computed in float64 from the very numbers the student gets, so float32

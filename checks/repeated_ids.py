@@ -8,9 +8,9 @@ exactly with np.add.at; otherwise (an lm) the rows of the repeated ids, and
 one id that occurs once as a control, are compared with finite differences."""
 import numpy as np
 
-from gradlab.errors import CheckFailure, CheckSkipped
-from gradlab.kinds import TOKEN_IDS
-from gradlab.suite import Outcome, check
+from gradlab.contract.errors import CheckFailure, CheckSkipped
+from gradlab.contract.kinds import TOKEN_IDS
+from gradlab.contract.suite import Outcome, check
 
 EXACT_TOL = {"float64": 1e-10, "float32": 1e-5}     # summation order only
 NUMERIC_TOL = {"float64": 1e-6, "float32": 2e-2}

@@ -5,11 +5,11 @@ harness.guarded), so a wrong output shape is one row of the table instead of
 an error that hides every other row."""
 import numpy as np
 
-from gradlab.errors import CheckFailure, StudentError
-from gradlab.harness import describe
-from gradlab.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, LOSS, PROBABILITIES
-from gradlab.records import table
-from gradlab.suite import Outcome, check
+from gradlab.contract.errors import CheckFailure, StudentError
+from gradlab.execution.harness import describe
+from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, LOSS, PROBABILITIES
+from gradlab.contract.records import table
+from gradlab.contract.suite import Outcome, check
 
 
 def _shape(value):

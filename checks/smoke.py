@@ -2,10 +2,10 @@
 When it fails the other checks are skipped, so their messages are not noise."""
 import numpy as np
 
-from gradlab.errors import CheckFailure
-from gradlab.kinds import LOSS, PROBABILITIES, TRAJECTORY
-from gradlab.subject import call_cross_entropy, call_scalar, call_softmax
-from gradlab.suite import Outcome, check
+from gradlab.contract.errors import CheckFailure
+from gradlab.contract.kinds import LOSS, PROBABILITIES, TRAJECTORY
+from gradlab.execution.subject import call_cross_entropy, call_scalar, call_softmax
+from gradlab.contract.suite import Outcome, check
 
 
 @check("smoke", order=0, summary="the module builds, and forward/backward (or the function) return arrays of the right shape")

@@ -3,12 +3,12 @@ probability rows: each row sums to 1 and nothing is negative; for causal
 attention weights the future (above the diagonal) is exactly 0."""
 import numpy as np
 
-from gradlab.errors import CheckFailure
-from gradlab.harness import describe
-from gradlab.kinds import ATTN_WEIGHTS, CAUSAL, PROBABILITIES
-from gradlab.records import heatmap
-from gradlab.subject import call_softmax
-from gradlab.suite import Outcome, check
+from gradlab.contract.errors import CheckFailure
+from gradlab.execution.harness import describe
+from gradlab.contract.kinds import ATTN_WEIGHTS, CAUSAL, PROBABILITIES
+from gradlab.contract.records import heatmap
+from gradlab.execution.subject import call_softmax
+from gradlab.contract.suite import Outcome, check
 
 SUM_TOL = {"float64": 1e-10, "float32": 1e-5}
 FUTURE_TOL = {"float64": 1e-12, "float32": 1e-7}

@@ -13,12 +13,12 @@ import math
 
 import numpy as np
 
-from gradlab.errors import CheckFailure, StudentError
-from gradlab.kinds import TRAJECTORY
-from gradlab.loader import reference as reference_impl
-from gradlab.records import curve, table
-from gradlab.subject import call_scalar
-from gradlab.suite import Outcome, check
+from gradlab.contract.errors import CheckFailure, StudentError
+from gradlab.contract.kinds import TRAJECTORY
+from gradlab.execution.loader import reference as reference_impl
+from gradlab.contract.records import curve, table
+from gradlab.execution.subject import call_scalar
+from gradlab.contract.suite import Outcome, check
 
 STEPS = 6
 # Per parameter: |student - reference| <= TOLERANCE * max(1, largest |reference| entry).

@@ -20,10 +20,10 @@ if (not _os.path.isdir(_os.path.join(__path__[0], "modules"))
         and _os.path.isfile(_os.path.join(_checkout, "checks", "__init__.py"))):
     __path__.append(_checkout)
 
-from .config import Config  # noqa: E402
-from .errors import CheckFailure, GradlabError, StudentError, UsageError
-from .kinds import KINDS
-from .registry import register
+from gradlab.contract.config import Config  # noqa: E402
+from gradlab.contract.errors import CheckFailure, GradlabError, StudentError, UsageError
+from gradlab.contract.kinds import KINDS
+from gradlab.contract.registry import register
 
 __version__ = "0.1.0"
 __all__ = ["register", "check", "Config", "KINDS", "GradlabError", "UsageError", "StudentError", "CheckFailure"]
@@ -33,5 +33,5 @@ def check(kind, impl=None, checks=None, seed=None, **overrides):
     """Run checks on one kind (or "all") and return a result with .passed,
     .checks and .to_dict(). `impl` is a file path, a module name, the
     registered factory/function itself, or None for gradlab's reference."""
-    from .runner import check as _check
+    from gradlab.execution.runner import check as _check
     return _check(kind, impl=impl, checks=checks, seed=seed, **overrides)

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import gradlab
-from gradlab.errors import UsageError
-from gradlab.loader import reference
-from gradlab.records import KindResult, RunResult
+from gradlab.contract.errors import UsageError
+from gradlab.execution.loader import reference
+from gradlab.contract.records import KindResult, RunResult
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 CHECKS = ["smoke", "gradient"]

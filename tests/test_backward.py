@@ -3,7 +3,7 @@ import pytest
 
 import gradlab
 
-from gradlab.kinds import DIFFERENTIABLE, KINDS
+from gradlab.contract.kinds import DIFFERENTIABLE, KINDS
 
 MODULE_KINDS = [k for k, s in KINDS.items() if DIFFERENTIABLE in s.tags and s.form == "module"]
 

@@ -5,14 +5,14 @@ module, gets nothing extra."""
 import numpy as np
 import pytest
 
-from gradlab import backward_variants
+from gradlab.diagnosis import backward_variants
 from gradlab.checks.gradient import ModuleSetup
-from gradlab.discovery import find_slots
-from gradlab.kinds import get_kind
-from gradlab.loader import load, reference
-from gradlab.runner import config_for
-from gradlab.subject import Subject
-from gradlab.weights import random_reference
+from gradlab.execution.discovery import find_slots
+from gradlab.contract.kinds import get_kind
+from gradlab.execution.loader import load, reference
+from gradlab.execution.runner import config_for
+from gradlab.execution.subject import Subject
+from gradlab.execution.weights import random_reference
 
 # file, kind, cfg overrides, key words of the named cause
 BROKEN = [

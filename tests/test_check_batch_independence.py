@@ -1,7 +1,7 @@
 """`batch_independence`: changing one sample changes no other sample's output."""
 import pytest
 
-from gradlab.kinds import KINDS, PER_SAMPLE
+from gradlab.contract.kinds import KINDS, PER_SAMPLE
 
 PER_SAMPLE_KINDS = [k for k, s in KINDS.items() if s.has(PER_SAMPLE)]
 

@@ -1,7 +1,7 @@
 """`causality`: perturbing position t changes no output before t."""
 import pytest
 
-from gradlab.kinds import CAUSAL, KINDS
+from gradlab.contract.kinds import CAUSAL, KINDS
 
 CAUSAL_KINDS = [k for k, spec in KINDS.items() if spec.has(CAUSAL)]
 

@@ -1,7 +1,7 @@
 """`determinism`: the same input gives the same output and gradients, twice."""
 import pytest
 
-from gradlab.kinds import DIFFERENTIABLE, KINDS, OPTIMIZER, PROBABILITIES
+from gradlab.contract.kinds import DIFFERENTIABLE, KINDS, OPTIMIZER, PROBABILITIES
 
 KINDS_CHECKED = [k for k, s in KINDS.items() if s.tags & {DIFFERENTIABLE, PROBABILITIES, OPTIMIZER}]
 

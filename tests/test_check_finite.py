@@ -1,7 +1,7 @@
 """`finite`: valid large-magnitude inputs give finite outputs and gradients."""
 import pytest
 
-from gradlab.kinds import DIFFERENTIABLE, KINDS, PROBABILITIES
+from gradlab.contract.kinds import DIFFERENTIABLE, KINDS, PROBABILITIES
 
 KINDS_CHECKED = [k for k, s in KINDS.items() if s.tags & {DIFFERENTIABLE, PROBABILITIES}
                  and s.form in ("module", "function")]

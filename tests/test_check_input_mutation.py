@@ -1,7 +1,7 @@
 """`input_mutation`: forward, backward and step leave the caller's arrays alone."""
 import pytest
 
-from gradlab.kinds import DIFFERENTIABLE, KINDS, OPTIMIZER, PROBABILITIES
+from gradlab.contract.kinds import DIFFERENTIABLE, KINDS, OPTIMIZER, PROBABILITIES
 
 KINDS_CHECKED = [k for k, s in KINDS.items() if s.tags & {DIFFERENTIABLE, PROBABILITIES, OPTIMIZER}]
 

@@ -2,9 +2,9 @@
 or its optimizer on the reference LM) must learn a tiny batch as the reference does."""
 import pytest
 
-from gradlab import suite
+from gradlab.contract import suite
 from gradlab.checks import overfit as ovf
-from gradlab.kinds import KINDS
+from gradlab.contract.kinds import KINDS
 
 OVERFIT = [c for c in suite.all_checks() if c.name == "overfit"][0]
 APPLIES = [k for k, spec in KINDS.items() if OVERFIT.applies(spec)]

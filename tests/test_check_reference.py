@@ -3,9 +3,9 @@ and weights.py, which copies those weights in (by name, param_map, or shape)."""
 import numpy as np
 import pytest
 
-from gradlab.errors import CheckSkipped
-from gradlab.kinds import DIFFERENTIABLE, KINDS, PROBABILITIES
-from gradlab.weights import resolve_names
+from gradlab.contract.errors import CheckSkipped
+from gradlab.contract.kinds import DIFFERENTIABLE, KINDS, PROBABILITIES
+from gradlab.execution.weights import resolve_names
 
 COMPARED = [k for k, spec in KINDS.items()
             if spec.form in ("module", "function") and spec.tags & {DIFFERENTIABLE, PROBABILITIES}]
@@ -122,11 +122,11 @@ def test_shape_mismatch_after_mapping_is_a_failure_not_a_skip(run, zoo):
 
 
 def test_weights_are_written_into_the_students_own_arrays():
-    from gradlab.runner import config_for
-    from gradlab.loader import reference
-    from gradlab.subject import Subject
-    from gradlab.kinds import get_kind
-    from gradlab.weights import load_reference, named_params, random_reference
+    from gradlab.execution.runner import config_for
+    from gradlab.execution.loader import reference
+    from gradlab.execution.subject import Subject
+    from gradlab.contract.kinds import get_kind
+    from gradlab.execution.weights import load_reference, named_params, random_reference
     cfg = config_for("layernorm", 0)
     subject = Subject(get_kind("layernorm"), reference().get("layernorm"), cfg)
     module, slots = subject.fresh(np.random.default_rng(0), randomize=False)

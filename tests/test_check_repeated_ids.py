@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from gradlab.config import Config
-from gradlab.kinds import KINDS, TOKEN_IDS
+from gradlab.contract.config import Config
+from gradlab.contract.kinds import KINDS, TOKEN_IDS
 
 TOKEN_KINDS = [k for k, s in KINDS.items() if s.has(TOKEN_IDS)]
 

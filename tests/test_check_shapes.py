@@ -2,10 +2,11 @@
 import numpy as np
 import pytest
 
-from gradlab import runner, suite
-from gradlab.kinds import DIFFERENTIABLE, KINDS, PROBABILITIES
-from gradlab.loader import registration_for
-from gradlab.subject import Subject
+from gradlab.execution import runner
+from gradlab.contract import suite
+from gradlab.contract.kinds import DIFFERENTIABLE, KINDS, PROBABILITIES
+from gradlab.execution.loader import registration_for
+from gradlab.execution.subject import Subject
 
 SHAPED = [k for k, spec in KINDS.items()
           if spec.form in ("module", "function") and spec.tags & {DIFFERENTIABLE, PROBABILITIES}]

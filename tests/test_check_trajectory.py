@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from gradlab.checks import trajectory as traj
-from gradlab.kinds import KINDS, TRAJECTORY
-from gradlab.loader import reference
-from gradlab.runner import config_for
+from gradlab.contract.kinds import KINDS, TRAJECTORY
+from gradlab.execution.loader import reference
+from gradlab.execution.runner import config_for
 
 TRAJECTORY_KINDS = [k for k, spec in KINDS.items() if spec.has(TRAJECTORY)]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import gradlab
-from gradlab.cli import main
+from gradlab.frontends.cli import main
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 CHECKS = "smoke,gradient"

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import gradlab
-from gradlab.config import Config, make_config
-from gradlab.errors import UsageError
-from gradlab.runner import config_for
+from gradlab.contract.config import Config, make_config
+from gradlab.contract.errors import UsageError
+from gradlab.execution.runner import config_for
 
 PROMISED = ("batch_size seq_len d_model num_heads d_ff vocab_size max_len n_layers eps seed dtype "
             "lr beta1 beta2 weight_decay momentum max_norm warmup_steps").split()
@@ -46,7 +46,7 @@ def test_overrides_reach_the_module():
 
     def build(cfg):
         seen.append((cfg.d_model, cfg.seq_len, cfg.dtype))
-        return gradlab.loader.reference().get("layernorm").target(cfg)
+        return gradlab.execution.loader.reference().get("layernorm").target(cfg)
 
     result = gradlab.check("layernorm", impl=build, checks=["smoke"], seed=3, d_model=6, seq_len=3,
                            dtype="float32")
@@ -100,7 +100,7 @@ def test_the_optimizer_gets_its_eps():
 
     def build(cfg):
         seen.append(cfg.eps)
-        return gradlab.loader.reference().get("adam").target(cfg)
+        return gradlab.execution.loader.reference().get("adam").target(cfg)
 
     gradlab.check("adam", impl=build, checks=["smoke"], seed=0)
     assert seen and set(seen) == {1e-8}

@@ -1,13 +1,13 @@
-"""gradlab.diagnosis: known patterns of wrong gradients (and forward outputs)
+"""gradlab.diagnosis.causes: known patterns of wrong gradients (and forward outputs)
 named from the analytical and numerical tensors alone; unknown ones say nothing."""
 import math
 
 import numpy as np
 import pytest
 
-from gradlab.config import Config
-from gradlab.diagnosis import diagnose, factor_pattern, name_factor, position_pattern
-from gradlab.kinds import KINDS
+from gradlab.contract.config import Config
+from gradlab.diagnosis.causes import diagnose, factor_pattern, name_factor, position_pattern
+from gradlab.contract.kinds import KINDS
 
 CFG = Config()
 B, T, D, V = CFG.batch_size, CFG.seq_len, CFG.d_model, CFG.vocab_size
@@ -160,7 +160,7 @@ def test_position_pattern():
 @pytest.mark.parametrize("kind, name, words", [
     ("attention", "ref_grad_attention_transposed.py", ["'out_weight'", "transpose of the right one"]),
     # a forward bug (1/d_k) under a 1/sqrt(d_k) backward: no buggy backward of the reference reproduces it, so
-    # the pattern speaks (a backward that forgets the scale is named by gradlab.backward_variants instead)
+    # the pattern speaks (a backward that forgets the scale is named by gradlab.diagnosis.backward_variants instead)
     ("attention", "red_mod_attention_scale_dk_fwd.py", ["sqrt(d_k)", "entries 0:12 of 36"]),
     ("linear", "ref_grad_linear_bias_mean.py", ["'bias'", "mean over the 10 tokens"]),
     ("attention", "overfit_attention_negdx.py", ["dL/dx", "sign is flipped"]),

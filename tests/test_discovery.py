@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 import gradlab
-from gradlab.discovery import arrays_at_build, find_slots
-from gradlab.loader import load, reference
-from gradlab.runner import config_for
-from gradlab.subject import Subject
+from gradlab.execution.discovery import arrays_at_build, find_slots
+from gradlab.execution.loader import load, reference
+from gradlab.execution.runner import config_for
+from gradlab.execution.subject import Subject
 
 
 def discover(module, x=np.ones((2, 3))):

@@ -6,11 +6,11 @@ import pytest
 
 import gradlab
 from gradlab.checks import gradient as gradient_check
-from gradlab.errors import CheckFailure
-from gradlab.kinds import DIFFERENTIABLE, KINDS, get_kind
-from gradlab.loader import load, reference
-from gradlab.runner import config_for, rng_for
-from gradlab.subject import Subject
+from gradlab.contract.errors import CheckFailure
+from gradlab.contract.kinds import DIFFERENTIABLE, KINDS, get_kind
+from gradlab.execution.loader import load, reference
+from gradlab.execution.runner import config_for, rng_for
+from gradlab.execution.subject import Subject
 
 KINDS_CHECKED = [k for k, s in KINDS.items() if DIFFERENTIABLE in s.tags]
 

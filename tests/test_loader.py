@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import gradlab
-from gradlab.errors import UsageError
-from gradlab.loader import load, reference
+from gradlab.contract.errors import UsageError
+from gradlab.execution.loader import load, reference
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 

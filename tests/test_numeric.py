@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from gradlab import numeric
-from gradlab.numeric import Engine, Tensor, random_direction
+from gradlab.numerics import engine as numeric
+from gradlab.numerics.engine import Engine, Tensor, random_direction
 
 
 def quadratic_problem(rng, n=(6, 5), dtype=np.float64, wrong=None):

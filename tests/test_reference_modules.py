@@ -4,8 +4,8 @@ If one fails here, either the reference or the check is wrong: both are ours."""
 import pytest
 
 import gradlab
-from gradlab import suite
-from gradlab.records import FAIL, ERROR, PASS, SKIP
+from gradlab.contract import suite
+from gradlab.contract.records import FAIL, ERROR, PASS, SKIP
 
 KINDS = list(gradlab.KINDS)
 

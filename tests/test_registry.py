@@ -4,9 +4,9 @@ message that says what to fix."""
 import pytest
 
 import gradlab
-from gradlab.errors import UsageError
-from gradlab.loader import load
-from gradlab.registry import collecting
+from gradlab.contract.errors import UsageError
+from gradlab.execution.loader import load
+from gradlab.contract.registry import collecting
 
 EXAMPLES = __import__("pathlib").Path(__file__).parent.parent / "examples"
 

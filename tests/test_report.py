@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from gradlab import cli
-from gradlab.records import ERROR, FAIL, PASS, SKIP, CheckRecord, KindResult, curve, heatmap, table, text
+from gradlab.frontends import cli
+from gradlab.contract.records import ERROR, FAIL, PASS, SKIP, CheckRecord, KindResult, curve, heatmap, table, text
 
 
 def weights(T=5):
@@ -43,7 +43,7 @@ def passing_result():
 
 @pytest.fixture(scope="module")
 def render():
-    from gradlab.report import render
+    from gradlab.frontends.report import render
     return render
 
 
@@ -73,7 +73,7 @@ def test_passing_report_is_short(render):
 
 
 def test_same_views_give_the_same_bytes(render):
-    from gradlab.report import figures
+    from gradlab.frontends.report import figures
     view = failing_result().checks[1].details["views"][2]
     first, second = figures.heatmap_png(view), figures.heatmap_png(view)
     assert first == second and first.startswith(b"\x89PNG") and b"matplotlib" not in first
@@ -115,8 +115,8 @@ def test_progress_line_only_on_a_terminal(monkeypatch):
 
 
 def test_cli_imports_no_report_libraries():
-    code = ("import sys, gradlab.cli\n"
-            "try:\n    gradlab.cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+    code = ("import sys, gradlab.frontends.cli\n"
+            "try:\n    gradlab.frontends.cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in ('matplotlib', 'jinja2') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().endswith("[]")

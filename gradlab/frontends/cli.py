@@ -11,8 +11,9 @@ import shutil
 import sys
 import time
 
-from . import __version__, harness
-from .errors import UsageError
+from gradlab import __version__
+from gradlab.execution import harness
+from gradlab.contract.errors import UsageError
 
 EXAMPLES = """\
 examples:
@@ -94,7 +95,7 @@ def parse_overrides(pairs, dtype):
 
 
 def cmd_check(args):
-    from .runner import check
+    from gradlab.execution.runner import check
     overrides = parse_overrides(args.overrides, args.dtype)
     if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
         # say so before the checks run, not with a traceback after them
@@ -131,7 +132,7 @@ def cmd_check(args):
         with open(args.json, "w") as fh:
             json.dump(result.to_dict(), fh, indent=2)
     if args.report:
-        from .report import write_report   # jinja2 and matplotlib: only when a report is asked for
+        from gradlab.frontends.report import write_report   # jinja2 and matplotlib: only when a report is asked for
         path = args.report if isinstance(args.report, str) else os.path.join("reports", f"{args.kind}.html")
         write_report(result, path, replay=replay_command(args, kind_results[0].seed))
         print(f"report: {path}")
@@ -190,8 +191,8 @@ class Progress:
 
     def _planned(self, kind):
         """The checks the runner will run for `kind`, in its order (smoke first)."""
-        from .kinds import get_kind
-        from .suite import applicable, resolve
+        from gradlab.contract.kinds import get_kind
+        from gradlab.contract.suite import applicable, resolve
         names = [c.name for c in applicable(get_kind(kind))]
         if self.checks:   # as the runner does: the precondition, then the checks asked for
             wanted = [c.name for c in resolve([n.strip() for n in self.checks.split(",") if n.strip()])]
@@ -209,8 +210,8 @@ def print_record(kind_result, record, verbose):
 
 
 def cmd_list():
-    from .kinds import KINDS
-    from .suite import all_checks
+    from gradlab.contract.kinds import KINDS
+    from gradlab.contract.suite import all_checks
     checks = all_checks()
     width = max(len(k) for k in KINDS)
     print(f"{'kind':<{width}}  checks")

@@ -10,9 +10,9 @@ import pkgutil
 import sys
 from dataclasses import dataclass, field
 
-from .errors import UsageError
-from .harness import guarded, student_frame
-from .registry import Registration, collecting
+from gradlab.contract.errors import UsageError
+from gradlab.execution.harness import guarded, student_frame
+from gradlab.contract.registry import Registration, collecting
 
 REFERENCE = "reference"
 
@@ -56,7 +56,7 @@ def reference():
     """gradlab's own modules, registered through the same gradlab.register."""
     global _reference_cache
     if _reference_cache is None:
-        from . import modules as package
+        from gradlab import modules as package
         regs = []
         with collecting() as found:
             for info in pkgutil.iter_modules(package.__path__):

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .kinds import CAUSAL, TOKEN_IDS
+from gradlab.contract.kinds import CAUSAL, TOKEN_IDS
 
 # Two arrays "match" for a pattern when they agree to this fraction of their scale:
 # loose enough for float32 and finite-difference noise, far tighter than any bug.

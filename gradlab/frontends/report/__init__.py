@@ -4,12 +4,12 @@ no network, no JavaScript) from the same records the CLI and pytest use.
 Importing this package imports jinja2 and matplotlib; the CLI and the pytest
 plugin import it only when a report is asked for, so `gradlab --help` stays fast.
 
-    from gradlab.report import write_report
+    from gradlab.frontends.report import write_report
     write_report(gradlab.check("attention"), "reports/attention.html")
 """
 import os
 
-from .render import render
+from gradlab.frontends.report.render import render
 
 __all__ = ["write_report", "render"]
 

@@ -118,7 +118,7 @@ KINDS = {spec.name: spec for spec in [
 
 
 def get_kind(name):
-    from .errors import UsageError
+    from gradlab.contract.errors import UsageError
     import difflib
     try:
         return KINDS[name]

@@ -16,7 +16,7 @@ The report: each check's full record (a JSON-able dict) rides on its test
 report as the attribute `gradlab_record`, which pytest-xdist serialises with
 the report's other attributes; the controller collects the records in
 pytest_runtest_logreport and writes the HTML report once, at session end.
-Tests written with gradlab.testing.parametrize_with_checks land in the same
+Tests written with gradlab.frontends.testing.parametrize_with_checks land in the same
 report.
 """
 import os
@@ -24,8 +24,8 @@ import shlex
 
 import pytest
 
-from . import testing
-from .errors import UsageError
+from gradlab.frontends import testing
+from gradlab.contract.errors import UsageError
 
 RECORD_ATTR = "gradlab_record"
 
@@ -54,7 +54,7 @@ def pytest_configure(config):
     elif config.getoption("gradlab_seed") is not None:
         seed = config.getoption("gradlab_seed")
     else:
-        from .runner import new_seed
+        from gradlab.execution.runner import new_seed
         seed = new_seed()
     previous = testing.set_session_seed(seed)
     config.pluginmanager.register(GradlabSession(config, seed, previous), "gradlab-session")
@@ -117,7 +117,7 @@ class GradlabSession:
 
     def pytest_sessionfinish(self, session):
         if self.report_path and not self.is_worker:
-            from .report import write_report
+            from gradlab.frontends.report import write_report
             results = assemble(self.records, self.impls)
             write_report(results, self.report_path, replay=self.replay(), title=None)
             self.written = (self.report_path, sum(len(r.checks) for r in results))
@@ -190,9 +190,9 @@ def assemble(records, impls=()):
     [KindResult], ordered as `gradlab check all` would: implementations as
     given, kinds as in `gradlab list`, checks in run order. A (impl, kind,
     check) reported twice is shown once."""
-    from .kinds import KINDS
-    from .records import CheckRecord, KindResult
-    from .suite import all_checks
+    from gradlab.contract.kinds import KINDS
+    from gradlab.contract.records import CheckRecord, KindResult
+    from gradlab.contract.suite import all_checks
     check_order = {c.name: i for i, c in enumerate(all_checks())}
     kind_order = {k: i for i, k in enumerate(KINDS)}
     impl_order = {name: i for i, name in enumerate(impls)}

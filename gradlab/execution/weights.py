@@ -9,15 +9,15 @@ function load(module, reference_params) that copies the weights itself.
 """
 import numpy as np
 
-from .discovery import find_slots
-from .errors import CheckFailure, CheckSkipped
-from .harness import guarded
-from .subject import randomize_params
+from gradlab.execution.discovery import find_slots
+from gradlab.contract.errors import CheckFailure, CheckSkipped
+from gradlab.execution.harness import guarded
+from gradlab.execution.subject import randomize_params
 
 
 def reference_module(kind, cfg):
     """A fresh instance of gradlab's reference module for `kind` (a KindSpec)."""
-    from .loader import reference
+    from gradlab.execution.loader import reference
     return reference().get(kind.name).target(cfg)
 
 

@@ -23,18 +23,18 @@ Not covered, on purpose:
   (-inf or -1e9 before the softmax), so A * (...) is 0 there either way; no
   backward built on A can differ.
 - layernorm: its backward bugs (mean term, variance term, eps) are named by the
-  patterns in gradlab.diagnosis already.
+  patterns in gradlab.diagnosis.causes already.
 - lm: its usual backward bugs (lookup path without np.add.at, the tied output
-  path missing) are named by gradlab.diagnosis; its blocks are the block's.
+  path missing) are named by gradlab.diagnosis.causes; its blocks are the block's.
 """
 import math
 
 import numpy as np
 
-from .discovery import find_slots
-from .errors import CheckFailure, CheckSkipped, StudentError
-from .kinds import INPUT_GRAD, TOKEN_IDS
-from .weights import load_reference, named_params, reference_module, resolve_names
+from gradlab.execution.discovery import find_slots
+from gradlab.contract.errors import CheckFailure, CheckSkipped, StudentError
+from gradlab.contract.kinds import INPUT_GRAD, TOKEN_IDS
+from gradlab.execution.weights import load_reference, named_params, reference_module, resolve_names
 
 # A variant reproduces the student's gradients when every tensor agrees to this
 # fraction of its size (float64 students; float32 students get FLOAT32_MATCH).

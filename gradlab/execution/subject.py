@@ -5,10 +5,10 @@ import inspect
 
 import numpy as np
 
-from .discovery import arrays_at_build, find_slots
-from .errors import StudentError
-from .harness import as_float_array, describe, guarded
-from .kinds import INPUT_GRAD
+from gradlab.execution.discovery import arrays_at_build, find_slots
+from gradlab.contract.errors import StudentError
+from gradlab.execution.harness import as_float_array, describe, guarded
+from gradlab.contract.kinds import INPUT_GRAD
 
 
 class Subject:

@@ -9,8 +9,8 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .errors import UsageError
-from .kinds import get_kind
+from gradlab.contract.errors import UsageError
+from gradlab.contract.kinds import get_kind
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ def _check_reference_names(spec, param_map):
     confusing "parameter not found" in some check."""
     import difflib
     import re
-    from .config import Config
+    from gradlab.contract.config import Config
     known = set(spec.param_shapes(Config()))
     if not known:
         raise ValueError(f"gradlab.register({spec.name!r}, param_map=...): {spec.name} has no parameters "

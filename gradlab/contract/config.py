@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import UsageError
+from gradlab.contract.errors import UsageError
 
 
 @dataclass(frozen=True)

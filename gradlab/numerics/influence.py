@@ -2,8 +2,8 @@
 `causality` (slices along time) and `batch_independence` (along the batch)."""
 import numpy as np
 
-from .errors import CheckFailure
-from .kinds import TOKEN_IDS
+from gradlab.contract.errors import CheckFailure
+from gradlab.contract.kinds import TOKEN_IDS
 
 TOLERANCE = {"float64": 1e-12, "float32": 1e-6}   # relative to the output's size: independent parts give exactly 0
 

@@ -1,6 +1,6 @@
 """From result records to one self-contained HTML page.
 
-Checks describe what they saw as "views" (gradlab.records.table / heatmap /
+Checks describe what they saw as "views" (gradlab.contract.records.table / heatmap /
 curve / text) in `details["views"]`; this module renders each by its type, so
 a new check needs no report code. Anything else a check leaves in `details`
 is shown too: a list of rows as a table, other values as text. The page has
@@ -12,8 +12,8 @@ from collections import OrderedDict
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from ..records import ERROR, FAIL, PASS, SKIP, CheckRecord, KindResult
-from . import figures
+from gradlab.contract.records import ERROR, FAIL, PASS, SKIP, CheckRecord, KindResult
+from gradlab.frontends.report import figures
 
 MAX_TABLE_ROWS = 60
 STATUS_WORD = {PASS: "pass", FAIL: "fail", ERROR: "error", SKIP: "skip"}
@@ -22,7 +22,7 @@ STATUS_WORD = {PASS: "pass", FAIL: "fail", ERROR: "error", SKIP: "skip"}
 def environment():
     # Autoescaping is on for every template: messages, module names and
     # parameter names come from student code and must never become markup.
-    return Environment(loader=PackageLoader("gradlab.report", "templates"), autoescape=True,
+    return Environment(loader=PackageLoader("gradlab.frontends.report", "templates"), autoescape=True,
                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
 
@@ -52,7 +52,7 @@ def render(results, *, replay=None, title=None, version=None):
     impls = list(OrderedDict.fromkeys(k["impl"] for k in kinds))
     seeds = list(OrderedDict.fromkeys(k["seed"] for k in kinds))
     if version is None:
-        from .. import __version__ as version
+        from gradlab import __version__ as version
     context = {
         "title": title or f"gradlab report: {', '.join(impls) or 'no results'}",
         "impls": impls, "seeds": seeds, "replay": replay, "version": version,

@@ -11,7 +11,7 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .errors import UsageError
+from gradlab.contract.errors import UsageError
 
 
 @dataclass
@@ -59,7 +59,7 @@ def all_checks():
     """Every declared check, importing checks/ on first use, in run order."""
     global _loaded
     if not _loaded:
-        from . import checks as package
+        from gradlab import checks as package
         for info in pkgutil.iter_modules(package.__path__):
             importlib.import_module(f"{package.__name__}.{info.name}")
         _loaded = True

@@ -8,13 +8,14 @@ import zlib
 
 import numpy as np
 
-from . import harness, suite
-from .config import Config, make_config
-from .errors import CheckFailure, CheckSkipped, StudentError, UsageError
-from .kinds import KINDS, get_kind
-from .loader import load, registration_for
-from .records import ERROR, FAIL, PASS, SKIP, CheckRecord, KindResult, RunResult
-from .subject import Subject
+from gradlab.execution import harness
+from gradlab.contract import suite
+from gradlab.contract.config import Config, make_config
+from gradlab.contract.errors import CheckFailure, CheckSkipped, StudentError, UsageError
+from gradlab.contract.kinds import KINDS, get_kind
+from gradlab.execution.loader import load, registration_for
+from gradlab.contract.records import ERROR, FAIL, PASS, SKIP, CheckRecord, KindResult, RunResult
+from gradlab.execution.subject import Subject
 
 PRECONDITION = "smoke"
 

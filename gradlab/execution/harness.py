@@ -14,10 +14,10 @@ import traceback
 
 import numpy as np
 
-from .errors import GradlabError, StudentError
+from gradlab.contract.errors import GradlabError, StudentError
 
 DEFAULT_TIMEOUT = 20.0   # seconds for one call into student code
-_GRADLAB_DIR = os.path.dirname(os.path.abspath(__file__))
+_GRADLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the gradlab package
 
 
 class _Timeout(BaseException):

@@ -1,0 +1,1 @@
+"""Running a module under test: loading it, calling it (guarded), finding its parameters, the run."""

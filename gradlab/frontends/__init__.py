@@ -1,0 +1,1 @@
+"""The front ends: the gradlab command, the pytest plugin, the HTML report."""

@@ -1,0 +1,1 @@
+"""The numerical engine: finite differences, perturb-evaluate-restore, influence probes."""
