@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from gradlab.frontends import cli
+from gradlab.execution.plan import Plan
 from gradlab.contract.records import ERROR, FAIL, PASS, SKIP, CheckRecord, KindResult, curve, heatmap, table, text
 
 
@@ -106,7 +107,7 @@ def test_progress_line_only_on_a_terminal(monkeypatch):
     result = KindResult("attention", "reference", 0, {}, [CheckRecord("smoke", PASS, "builds")])
     tty, pipe = Terminal(), io.StringIO()
     for stream in (tty, pipe):
-        progress = cli.Progress(stream)
+        progress = cli.Progress(stream, Plan(kinds="attention", seed=0))
         progress.update(result)
         progress.clear()
     assert "[1 done," in tty.getvalue() and "running attention::" in tty.getvalue()

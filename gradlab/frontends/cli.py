@@ -6,7 +6,6 @@ raised inside a check; 2 the command could not run (the message says what to fix
 import argparse
 import json
 import os
-import shlex
 import shutil
 import sys
 import time
@@ -95,13 +94,14 @@ def parse_overrides(pairs, dtype):
 
 
 def cmd_check(args):
-    from gradlab.execution.runner import check
+    from gradlab.execution.plan import Plan
+    from gradlab.execution.runner import run, time_limit
     overrides = parse_overrides(args.overrides, args.dtype)
     if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
         # say so before the checks run, not with a traceback after them
         raise UsageError(f"--json {args.json}: the folder {os.path.dirname(os.path.abspath(args.json))} "
                          "does not exist; create it or choose another path")
-    progress = Progress(sys.stdout, args.checks)
+    progress = None
 
     def on_record(kind_result, record):
         progress.clear()
@@ -110,13 +110,17 @@ def cmd_check(args):
 
     harness.set_quiet(not args.verbose)   # student print()s would bury the one line per check
     try:
-        result = check(args.kind, impl=args.impl, checks=args.checks, seed=args.seed, timeout=args.timeout,
-                       on_record=on_record, **overrides)
+        with time_limit(args.timeout):   # importing the file is under the limit too
+            plan = Plan(args.impl, kinds=args.kind, checks=args.checks, seed=args.seed, overrides=overrides)
+            progress = Progress(sys.stdout, plan)
+            outcome = run(plan, on_record)
     finally:
-        progress.clear()
+        if progress:
+            progress.clear()
         printed = harness.printed_lines()
         harness.set_quiet(False)
-    kind_results = getattr(result, "results", [result])
+    kind_results = outcome.results
+    result = outcome if args.kind == "all" else kind_results[0]
     for r in kind_results:
         n = r.counts()
         print(f"{r.kind} ({r.impl}): {n['pass']} passed, {n['fail']} failed, {n['error']} errors, "
@@ -134,24 +138,11 @@ def cmd_check(args):
     if args.report:
         from gradlab.frontends.report import write_report   # jinja2 and matplotlib: only when a report is asked for
         path = args.report if isinstance(args.report, str) else os.path.join("reports", f"{args.kind}.html")
-        write_report(result, path, replay=replay_command(args, kind_results[0].seed))
+        write_report(result, path, replay=plan.replay())
         print(f"report: {path}")
     if not result.passed:
         print(f"replay with: --seed {kind_results[0].seed}")
     return 0 if result.passed else 1
-
-
-def replay_command(args, seed):
-    words = ["gradlab", "check", args.kind]
-    if args.impl:
-        words += ["--impl", args.impl]
-    if args.checks:
-        words += ["--checks", args.checks]
-    for pair in args.overrides:
-        words += ["--set", pair]
-    if args.dtype:
-        words += ["--dtype", args.dtype]
-    return shlex.join(words + ["--seed", str(seed)])
 
 
 class Progress:
@@ -161,10 +152,10 @@ class Progress:
     output to files or pipes look exactly as without it."""
     DELAY = 0.5
 
-    def __init__(self, stream, checks=None):
+    def __init__(self, stream, plan):
         self.stream = stream
         self.enabled = bool(getattr(stream, "isatty", lambda: False)())
-        self.checks = checks
+        self.plan = plan
         self.start = time.monotonic()
         self.done = 0
         self.shown = False
@@ -174,7 +165,7 @@ class Progress:
         elapsed = time.monotonic() - self.start
         if not self.enabled or elapsed < self.DELAY:
             return
-        names = self._planned(kind_result.kind)
+        names = [c.name for c in self.plan.checks_for(kind_result.kind)]
         position = len(kind_result.checks)
         doing = (f"running {kind_result.kind}::{names[position]} ({position + 1}/{len(names)})"
                  if position < len(names) else f"{kind_result.kind} done")
@@ -188,16 +179,6 @@ class Progress:
             self.stream.write("\r\x1b[K")
             self.stream.flush()
             self.shown = False
-
-    def _planned(self, kind):
-        """The checks the runner will run for `kind`, in its order (smoke first)."""
-        from gradlab.contract.kinds import get_kind
-        from gradlab.contract.suite import applicable, resolve
-        names = [c.name for c in applicable(get_kind(kind))]
-        if self.checks:   # as the runner does: the precondition, then the checks asked for
-            wanted = [c.name for c in resolve([n.strip() for n in self.checks.split(",") if n.strip()])]
-            names = [n for n in names[:1] if n == "smoke" and n not in wanted] + wanted
-        return names
 
 
 def print_record(kind_result, record, verbose):

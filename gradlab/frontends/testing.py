@@ -20,22 +20,19 @@ fails, its own test fails with the message and the kind's other tests are
 """
 import json
 import os
-import shlex
 from dataclasses import dataclass, field
 
 from gradlab.execution import loader
-from gradlab.execution import runner
-from gradlab.contract import suite
+from gradlab.execution.plan import Plan, new_seed
 from gradlab.contract.errors import UsageError
-from gradlab.contract.kinds import KINDS, get_kind
-from gradlab.contract.records import ERROR, FAIL, SKIP, CheckRecord
-from gradlab.execution.subject import Subject
+from gradlab.contract.kinds import get_kind
+from gradlab.contract.records import ERROR, FAIL, SKIP
 
 __all__ = ["parametrize_with_checks", "CheckCase", "cases", "run_case", "session_seed"]
 
 _session_seed = None     # set by the pytest plugin (the same on every xdist worker)
 _implementations = {}    # impl key -> loader.Implementation, loaded once per process
-_smoke = {}              # (impl key, kind, seed, overrides) -> smoke CheckRecord
+_plans = {}              # (impl key, kind, seed, overrides) -> Plan
 _last_record = None      # the record of the check that ran last; the plugin attaches it to the test report
 
 
@@ -44,7 +41,7 @@ def session_seed():
     in pytest's header), or one fresh seed per process without the plugin."""
     global _session_seed
     if _session_seed is None:
-        _session_seed = runner.new_seed()
+        _session_seed = new_seed()
     return _session_seed
 
 
@@ -87,26 +84,13 @@ def cases(impl=None, kinds=None, checks=None, **overrides):
     (or those in `kinds`) x every check that applies (or those in `checks`), in
     a fixed order: kinds as in `gradlab list`, checks in run order.
     Raises UsageError when the implementation cannot be loaded."""
-    loaded = implementation(impl)
-    kinds = _names(kinds)
-    checks = _names(checks)
-    for k in kinds or ():
-        get_kind(k)
-    wanted = {c.name for c in suite.resolve(checks)} if checks else None
-    registered = [k for k in KINDS if k in loaded.registrations]
-    if kinds:
-        bare_function = callable(impl) and not loaded.registrations   # it implements whichever kind is asked
-        for k in kinds:
-            if not bare_function:
-                loaded.get(k)    # a UsageError that names what the file does register
-        registered = [k for k in KINDS if k in kinds]
+    p = Plan(impl, kinds=_names(kinds), checks=_names(checks), seed=0, overrides=overrides,
+             loaded=implementation(impl))
     frozen = tuple(sorted(overrides.items()))
-    out = []
-    for k in registered:
-        for spec in suite.applicable(get_kind(k)):
-            if wanted is None or spec.name in wanted:
-                out.append(CheckCase(impl, k, spec.name, frozen))
-    return out
+    return [CheckCase(impl, k, spec.name, frozen)
+            for k in p.kind_list
+            for spec in p.checks_for(k, precondition=p.wanted is None)
+            if spec.applies(get_kind(k))]
 
 
 def parametrize_with_checks(impl=None, kinds=None, checks=None, **overrides):
@@ -130,39 +114,25 @@ def implementation(impl):
     return _implementations[key]
 
 
+def plan(case, seed):
+    """The Plan a case runs in: one per (implementation, kind, seed, overrides) and
+    process, so the kind's precondition runs once, however many of its checks run."""
+    key = (_key(case.impl), case.kind, seed, case.overrides)
+    if key not in _plans:
+        _plans[key] = Plan(case.impl, kinds=[case.kind], seed=seed, overrides=dict(case.overrides),
+                           loaded=implementation(case.impl))
+    return _plans[key]
+
+
 def run_case(case, seed=None):
     """Run one CheckCase (after its kind's precondition); returns (CheckRecord, seed).
     Also leaves the full record for the pytest plugin to attach to the report."""
     global _last_record
     seed = session_seed() if seed is None else int(seed)
-    loaded = implementation(case.impl)
-    spec = get_kind(case.kind)
-    overrides = dict(case.overrides)
-    cfg = runner.config_for(case.kind, seed, **overrides)
-    if callable(case.impl) and not loaded.registrations:
-        registration = loader.registration_for(case.impl, case.kind)[1]
-    else:
-        registration = loaded.get(case.kind)
-    check_spec = suite.resolve([case.check])[0]
-    if not check_spec.applies(spec):
-        record = CheckRecord(case.check, SKIP, f"does not apply to {case.kind} ({check_spec.summary})")
-    else:
-        smoke_key = (_key(case.impl), case.kind, seed, case.overrides)
-        smoke = _smoke.get(smoke_key)
-        if smoke is None:
-            smoke_spec = suite.resolve([runner.PRECONDITION])[0]
-            smoke = runner.run_one(smoke_spec, Subject(spec, registration, cfg, loaded.name, loaded.files), seed)
-            _smoke[smoke_key] = smoke
-        if case.check == runner.PRECONDITION:
-            record = smoke
-        elif not smoke.ok:
-            first = smoke.message.splitlines()[0] if smoke.message else smoke.status
-            record = CheckRecord(case.check, SKIP,
-                                 f"not run: the {runner.PRECONDITION!r} precondition failed ({first})")
-        else:
-            record = runner.run_one(check_spec, Subject(spec, registration, cfg, loaded.name, loaded.files), seed)
-    _last_record = jsonable({"impl": loaded.name, "kind": case.kind, "seed": seed, "config": cfg.to_dict(),
-                             "record": record.to_dict()})
+    p = plan(case, seed)
+    record = p.run_check(case.kind, case.check)
+    _last_record = jsonable({"impl": p.loaded.name, "kind": case.kind, "seed": seed,
+                             "config": p.config(case.kind).to_dict(), "record": record.to_dict()})
     return record, seed
 
 
@@ -180,15 +150,7 @@ def failure_text(case, record, seed):
 
 
 def replay_command(case, seed):
-    if callable(case.impl):
-        return None
-    words = ["gradlab", "check", case.kind]
-    if case.impl is not None and case.impl != loader.REFERENCE:
-        words += ["--impl", os.fspath(case.impl)]
-    words += ["--checks", case.check, "--seed", str(seed)]
-    for name, value in case.overrides:
-        words += ["--set", f"{name}={value}"]
-    return shlex.join(words)
+    return plan(case, seed).replay(case.kind, case.check)
 
 
 def jsonable(value):

@@ -1,0 +1,207 @@
+"""The plan of a run, worked out once for every front end.
+
+`gradlab check`, `gradlab.check`, the pytest plugin, `parametrize_with_checks`
+and `gradlab grade` all ask a Plan the same questions:
+
+- which kinds (those asked for, or every kind the implementation registers),
+- which checks for each kind, in run order (the precondition first),
+- what a check that is not run says instead (does not apply; the precondition failed),
+- how to replay a run or one check from the command line,
+
+and they run checks through it, so a check gives the same record whichever
+front end ran it. The precondition (`smoke`) runs at most once per kind and
+plan; every later check of that kind is skipped with its reason when it failed.
+"""
+import os
+import shlex
+import time
+import traceback
+import warnings
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from gradlab.contract import suite
+from gradlab.contract.config import Config, make_config
+from gradlab.contract.errors import CheckFailure, CheckSkipped, StudentError, UsageError
+from gradlab.contract.kinds import KINDS, get_kind
+from gradlab.contract.records import ERROR, FAIL, PASS, SKIP, CheckRecord, KindResult
+from gradlab.contract.registry import Registration
+from gradlab.execution import harness, loader
+from gradlab.execution.subject import Subject
+
+PRECONDITION = "smoke"
+
+
+def new_seed():
+    """A fresh seed for each run; recorded in the result so a failure can be replayed with --seed."""
+    return int(np.random.SeedSequence().entropy % (2**31))
+
+
+def config_for(kind, seed=0, **overrides):
+    """The cfg a kind is checked with: the kind's defaults, then the user's overrides."""
+    spec = get_kind(kind)
+    base = make_config(Config(), **spec.cfg_defaults)
+    return make_config(base, **overrides, seed=seed)
+
+
+def rng_for(seed, check_name):
+    """Each check's own stream: running it alone replays what it saw in a full run."""
+    return np.random.default_rng([seed, zlib.crc32(check_name.encode())])
+
+
+def check_names(checks):
+    """--checks "a,b" / ["a", "b"] / None -> validated CheckSpecs in run order, or None for all."""
+    if isinstance(checks, str):
+        checks = [c.strip() for c in checks.split(",") if c.strip()]
+    return suite.resolve(checks) if checks else None
+
+
+def kind_names(kinds):
+    """--kinds "a,b" / ["a", "b,c"] / None -> validated kind names, or None for every registered kind."""
+    if kinds is None:
+        return None
+    if isinstance(kinds, str):
+        kinds = [kinds]
+    names = [k.strip() for value in kinds for k in str(value).split(",") if k.strip()]
+    for name in names:
+        get_kind(name)
+    return names or None
+
+
+@dataclass
+class Plan:
+    """One implementation, the kinds and checks to run on it, one seed and cfg overrides.
+
+    impl: a file path, a module name, a registered function or factory, or None
+    (gradlab's reference). kinds: None (every kind impl registers), "all", a
+    name, or a list / comma list. checks: None (every applicable check) or names.
+    """
+    impl: object = None
+    kinds: object = None
+    checks: object = None
+    seed: int = None
+    overrides: dict = None
+    loaded: object = None      # impl already loaded (loader.Implementation), to import a file once per process
+
+    def __post_init__(self):
+        self.seed = new_seed() if self.seed is None else int(self.seed)
+        self.overrides = dict(self.overrides or {})
+        self.wanted = check_names(self.checks)
+        asked = None if self.kinds in (None, "all") else kind_names(self.kinds)
+        self.loaded = self.loaded or loader.load(self.impl)
+        self.bare = callable(self.impl) and not self.loaded.registrations   # implements whichever kind is asked
+        if asked is None:
+            self.kind_list = [k for k in KINDS if k in self.loaded.registrations]
+            if not self.kind_list:
+                raise UsageError(f"{self.loaded.name} registers no kind gradlab knows")
+        else:
+            for kind in asked:
+                self.registration(kind)      # a UsageError naming what the file does register
+            self.kind_list = [k for k in KINDS if k in asked]
+        self._configs = {}
+        self._preconditions = {}
+
+    # ---- what will run ---------------------------------------------------------
+    def registration(self, kind):
+        if self.bare:
+            return Registration(kind, self.impl, None, getattr(self.impl, "__qualname__", "?"))
+        return self.loaded.get(kind)
+
+    def config(self, kind):
+        if kind not in self._configs:
+            self._configs[kind] = config_for(kind, self.seed, **self.overrides)
+        return self._configs[kind]
+
+    def checks_for(self, kind, precondition=True):
+        """The CheckSpecs run for `kind`, in order: the precondition first (when it
+        applies and `precondition`), then the checks asked for (or all that apply).
+        A check asked for that does not apply is kept: it is reported as skipped."""
+        applicable = suite.applicable(get_kind(kind))
+        chosen = self.wanted if self.wanted is not None else applicable
+        first = [c for c in applicable if c.name == PRECONDITION and precondition]
+        return first + [c for c in chosen if c.name != PRECONDITION or not first]
+
+    def subject(self, kind):
+        return Subject(get_kind(kind), self.registration(kind), self.config(kind), self.loaded.name,
+                       self.loaded.files)
+
+    # ---- running -----------------------------------------------------------------
+    def precondition(self, kind):
+        """The precondition's record for `kind`, run once per plan."""
+        if kind not in self._preconditions:
+            spec = suite.resolve([PRECONDITION])[0]
+            self._preconditions[kind] = run_one(spec, self.subject(kind), self.seed)
+        return self._preconditions[kind]
+
+    def run_check(self, kind, check):
+        """One check (a name or CheckSpec) of `kind`, after its precondition: a CheckRecord."""
+        spec = suite.resolve([check])[0] if isinstance(check, str) else check
+        kind_spec = get_kind(kind)
+        if not spec.applies(kind_spec):
+            return CheckRecord(spec.name, SKIP, f"does not apply to {kind} ({spec.summary})")
+        if not any(c.name == PRECONDITION for c in suite.applicable(kind_spec)):
+            return run_one(spec, self.subject(kind), self.seed)
+        before = self.precondition(kind)
+        if spec.name == PRECONDITION:
+            return before
+        if not before.ok:
+            first = before.message.splitlines()[0] if before.message else before.status
+            return CheckRecord(spec.name, SKIP, f"not run: the {PRECONDITION!r} precondition failed ({first})")
+        return run_one(spec, self.subject(kind), self.seed)
+
+    def run_kind(self, kind, on_record=None):
+        """Every planned check of `kind`: a KindResult (on_record(result, record) after each)."""
+        result = KindResult(kind, self.loaded.name, self.seed, self.config(kind).to_dict())
+        for spec in self.checks_for(kind):
+            record = self.run_check(kind, spec)
+            result.checks.append(record)
+            if on_record:
+                on_record(result, record)
+        return result
+
+    # ---- replaying -----------------------------------------------------------------
+    def replay(self, kind=None, check=None):
+        """The `gradlab check` command that replays this run (one kind, one check), or
+        None when the implementation is a Python object with no name on the command line."""
+        if callable(self.impl):
+            return None
+        words = ["gradlab", "check", kind or ("all" if self.kinds in (None, "all") else ",".join(self.kind_list))]
+        if self.impl is not None and self.impl != loader.REFERENCE:
+            words += ["--impl", os.fspath(self.impl)]
+        names = [check] if check else [c.name for c in self.wanted] if self.wanted is not None else []
+        if names:
+            words += ["--checks", ",".join(names)]
+        for name, value in self.overrides.items():
+            words += ["--dtype", str(value)] if name == "dtype" else ["--set", f"{name}={value}"]
+        return shlex.join(words + ["--seed", str(self.seed)])
+
+
+def run_one(check_spec, subject, seed):
+    """Run one check on a Subject: its record, whatever happened (a student's error,
+    a check that could not judge, a bug in gradlab itself, each said as such)."""
+    start = time.perf_counter()
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            outcome = check_spec.fn(subject, rng_for(seed, check_spec.name))
+        record = CheckRecord(check_spec.name, PASS, outcome.message, outcome.metrics, outcome.details)
+    except CheckFailure as f:
+        record = CheckRecord(check_spec.name, FAIL, str(f), f.metrics, f.details)
+    except CheckSkipped as s:
+        record = CheckRecord(check_spec.name, SKIP, str(s))
+    except StudentError as e:
+        trace = harness.student_traceback(e.__cause__)   # shown by `gradlab check -v`
+        record = CheckRecord(check_spec.name, ERROR, f"{subject.kind.name}: {e}",
+                             details={"traceback": trace} if trace else {})
+    except UsageError:
+        raise
+    except Exception as e:  # a bug in gradlab itself: say so rather than blame the student
+        where = harness.student_frame(e)
+        record = CheckRecord(check_spec.name, ERROR,
+                             f"internal error in gradlab's {check_spec.name!r} check: {type(e).__name__}: {e}"
+                             + (f" (at {where})" if where else "") + "; please report it",
+                             details={"traceback": "".join(traceback.format_exception(e)).rstrip()})
+    record.seconds = time.perf_counter() - start
+    return record
