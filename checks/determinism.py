@@ -36,8 +36,10 @@ def _differs(a, b, tol):
 def _run(subject, module, slots, x, g):
     """One forward and backward: {"output": ..., "dL/dx": ..., "gradient of 'w'": ...}, copied."""
     out = subject.forward(module, x.copy()).copy()     # copies: mutating inputs is input_mutation's business
-    dx = subject.backward(module, g.copy())
     result = {"output": out}
+    if subject.no_backward:
+        return result                                  # a forward-only module: its output is all there is
+    dx = subject.backward(module, g.copy())
     if dx is not None:
         result["dL/dx (backward's return)"] = dx.copy()
     grads = subject.read_grads(slots)

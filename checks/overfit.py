@@ -60,6 +60,7 @@ def overfit(subject, rng):
         tiny = TinyLM(cfg, ref_lm)
         model = copy.deepcopy(tiny)
         slots, where = _swap_in(subject, model, rng)
+        _needs_backward(subject)
         setting = f"the reference tiny LM (Adam) with your {kind.name} at {where}"
         theirs = _train(subject, model, slots, _adam(cfg), ids, targets)
         ours = _reference_curve(("tiny", cfg, ids.tobytes(), targets.tobytes()), lambda: _train(
@@ -67,6 +68,7 @@ def overfit(subject, rng):
     else:
         # a token-ids kind that is no submodule is a whole language model: ids -> logits
         module, slots = subject.fresh(rng, randomize=False)
+        _needs_backward(subject)
         load_reference(subject, module, slots, named_params(ref_lm))
         setting = f"your {kind.name} (Adam)"
         theirs = _train(subject, module, _student_slots(subject, module, ""), _adam(cfg), ids, targets)
@@ -234,6 +236,12 @@ def _reference_slots(model):
 
 def _student_slots(subject, module, prefix):
     return [_StudentSlot(subject, s, prefix) for s in subject.slots(module)]
+
+
+def _needs_backward(subject):
+    """A forward-only module cannot be trained: skip, saying why (fresh() has found out)."""
+    if subject.no_backward:
+        raise CheckSkipped(subject.skip_reason())
 
 
 def _train(subject, model, slots, optimizer, ids, targets, student_opt=False):

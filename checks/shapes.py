@@ -105,14 +105,22 @@ def _module_rows(subject, rng, rows, notes):
                  "keep the softmax output as self.attn_weights, (B, H, T, T)")
     g_shape = tuple(out.shape) if isinstance(out, np.ndarray) else kind.output_shape(cfg)
     g = np.ones(g_shape, dtype=cfg.np_dtype)
+    dx = None
     try:
-        dx = subject._call("backward", module.backward, g)
-        slots = subject.slots(module)
+        if not subject.no_backward:
+            dx = subject._call("backward", module.backward, g)
     except StudentError as e:
-        if out_ok:
-            raise
-        # the output was already the wrong shape: backward was bound to fail; show the table
-        rows.add("backward", "runs", f"raised: {e}", "fix the forward output first")
+        if not subject.not_implemented(e):
+            if out_ok:
+                raise
+            # the output was already the wrong shape: backward was bound to fail; show the table
+            rows.add("backward", "runs", f"raised: {e}", "fix the forward output first")
+            return
+    slots = subject.slots(module)
+    if subject.no_backward:
+        rows.info("backward", "not run", subject.no_backward)
+        notes.append(f"{subject.no_backward}: no gradient shapes to compare")
+        _param_rows(subject, module, slots, rows, notes)
         return
     if kind.has(INPUT_GRAD):
         rows.add("backward output (dL/dx)", kind.input_shape(cfg), _shape(dx), "same shape as forward's input x")
@@ -132,10 +140,12 @@ def _param_rows(subject, module, slots, rows, notes):
         if ref in expected:
             matched.add(ref)
             label = f"parameter {slot.name!r}" + (f" (reference {ref!r})" if ref != slot.name else "")
-            rows.add(label, expected[ref], shape)
+            rows.add(label, expected[ref], shape, _in_words(kind, ref))
         else:
             unmatched.append(slot)
             rows.info(f"parameter {slot.name!r}", shape, "no reference parameter of this name")
+        if subject.no_backward:
+            continue
         grad = subject._call(f"reading the gradient of {slot.name!r}", slot.grad)
         got = _shape(grad) if grad is not None else "missing"
         hint = f"a gradient has the shape of its parameter {slot.name!r} {shape}"
@@ -163,6 +173,15 @@ def _param_rows(subject, module, slots, rows, notes):
     theirs = ", ".join(f"{s.name} {tuple(s.value.shape)}" for s in unmatched)
     notes.append(f"expected parameters not found by name: {wanted}; yours without a reference name: {theirs}; "
                  "register with param_map={'your_name': 'reference_name', ...} to compare their shapes")
+
+
+def _in_words(kind, ref):
+    """"(d_model, 3*d_model) from cfg": which cfg fields a reference shape comes from."""
+    words = (kind.symbolic(type(kind).param_shapes) or {}).get(ref)
+    if not words:
+        return ""
+    own = "; d_out is your module's own width, read from its forward output" if "d_out" in words else ""
+    return f"{words} from cfg{own}"
 
 
 def _load_rows(subject, missing, rows, notes):

@@ -2,10 +2,24 @@
 When it fails the other checks are skipped, so their messages are not noise."""
 import numpy as np
 
-from gradlab.contract.errors import CheckFailure
+from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.contract.kinds import LOSS, PROBABILITIES, TRAJECTORY
 from gradlab.execution.subject import call_cross_entropy, call_scalar, call_softmax
 from gradlab.contract.suite import Outcome, check
+
+
+_LOOKED_FOR = ("gradlab looks for module.params and module.grads (dicts, or lists aligned by position), "
+               "module.parameters(), attribute pairs such as weight/dweight, or Parameter objects holding "
+               ".data and .grad (CONTRACT §2).")
+
+
+def _expected(kind, expected):
+    """Which parameters CONTRACT §3 gives the kind, in numbers and in cfg's fields."""
+    words = kind.symbolic(type(kind).param_shapes) or {}
+    shown = [f"{n} {s}" + (f" = {words[n]}" if n in words else "") for n, s in list(expected.items())[:4]]
+    more = f" and {len(expected) - 4} more" if len(expected) > 4 else ""
+    return (f"CONTRACT §3's {kind.name} ({kind.summary}) has {', '.join(shown)}{more}; a module of this kind holds "
+            "them, and backward fills their gradients")
 
 
 @check("smoke", order=0, summary="the module builds, and forward/backward (or the function) return arrays of the right shape")
@@ -15,10 +29,19 @@ def smoke(subject, rng):
         module, slots = subject.fresh(rng, randomize=False)
         expected = kind.param_shapes(cfg)
         if expected and not slots:
-            raise CheckFailure(
-                f"{kind.name}: found no parameters with gradients. gradlab looks for module.params and "
-                "module.grads dicts, module.parameters(), or attribute pairs such as weight/dweight "
-                "(CONTRACT §2); make backward fill one of them")
+            raise CheckFailure(f"{kind.name}: found no parameters{'' if subject.no_backward else ' with gradients'} "
+                               f"({subject.explain_slots(module)}). {_LOOKED_FOR} "
+                               f"{_expected(kind, expected)}")
+        for slot in [] if subject.no_backward else slots:
+            # only presence here: a gradient of the wrong shape is a row of the shapes table
+            if subject._call(f"reading the gradient of {slot.name!r}", slot.grad) is None:
+                raise StudentError(f"backward left no gradient for parameter {slot.name!r} (expected "
+                                   f"{slot.describe_grad()} of shape {slot.value.shape}): "
+                                   f"{subject.explain_slots(module)}")
+        if subject.no_backward:
+            return Outcome(f"builds; forward runs; {subject.no_backward}, so the checks that need gradients are "
+                           f"skipped and the forward checks run; {len(slots)} parameters found (the float arrays "
+                           "it holds)", {"parameters": len(slots), "forward_only": True})
         return Outcome(f"builds; forward and backward run; {len(slots)} parameters found",
                        {"parameters": len(slots)})
     if kind.form == "optimizer":

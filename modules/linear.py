@@ -2,6 +2,7 @@
 import numpy as np
 
 import gradlab
+from gradlab.contract.kinds import linear_d_out
 
 
 class Linear:
@@ -30,4 +31,6 @@ class Linear:
 
 @gradlab.register("linear")
 def build(cfg):
-    return Linear(cfg.d_model, cfg.d_ff, dtype=cfg.dtype, seed=cfg.seed)
+    # d_out is a linear's own choice (CONTRACT §3): when gradlab checks a student's linear it
+    # builds this reference as wide as theirs; on its own it is d_ff wide
+    return Linear(cfg.d_model, linear_d_out(cfg), dtype=cfg.dtype, seed=cfg.seed)

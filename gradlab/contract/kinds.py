@@ -6,6 +6,8 @@ Checks never look at a kind's name: they ask for tags such as "causal" or
 """
 from dataclasses import dataclass, field
 
+import numpy as np
+
 
 # Capability tags checks select on.
 DIFFERENTIABLE = "differentiable"   # has backward(g) and parameter gradients (or returns a gradient)
@@ -44,8 +46,33 @@ class KindSpec:
 
     def output_shape(self, cfg):
         B, T, D = cfg.batch_size, cfg.seq_len, cfg.d_model
-        return {"linear": (B, T, cfg.d_ff), "lm": (B, T, cfg.vocab_size),
+        return {"linear": (B, T, linear_d_out(cfg)), "lm": (B, T, cfg.vocab_size),
                 "softmax": (B, T, cfg.vocab_size), "cross_entropy": ()}.get(self.name, (B, T, D))
+
+    @property
+    def module_size_names(self):
+        return tuple(_MODULE_SIZES.get(self.name, ()))
+
+    def module_sizes(self, cfg, out):
+        """The sizes CONTRACT §3 leaves to the module, read off its forward output
+        (e.g. {"d_out": 7} for a linear), or {} when `out` cannot tell."""
+        axes = _MODULE_SIZES.get(self.name, {})
+        if not axes or not isinstance(out, np.ndarray) or out.ndim != len(self.input_shape(cfg)) \
+                or out.shape[:-1] != tuple(self.input_shape(cfg)[:-1]):
+            return {}
+        return {name: int(out.shape[axis]) for name, axis in axes.items() if out.shape[axis] >= 1}
+
+    def symbolic(self, shape_of):
+        """A shape in cfg's field names, for messages: symbolic(KindSpec.output_shape)
+        -> "(batch_size, seq_len, d_model)"; shape_of may return a dict of shapes.
+        None when the shape needs numbers (an lm's blocks are counted by n_layers)."""
+        try:
+            got = shape_of(self, _SymbolicConfig())
+        except (TypeError, ValueError):
+            return None
+        if isinstance(got, dict):
+            return {k: _text(v) for k, v in got.items()}
+        return _text(got)
 
     def make_input(self, cfg, rng):
         """A forward input for this kind, in cfg.dtype (ids for token kinds)."""
@@ -53,6 +80,41 @@ class KindSpec:
         if self.has(TOKEN_IDS):
             return rng.integers(0, cfg.vocab_size, size=shape)
         return rng.standard_normal(shape).astype(cfg.np_dtype)
+
+
+def linear_d_out(cfg):
+    """A linear's output width: its own choice (CONTRACT §3), read from the module
+    under test and kept in cfg.extra; d_ff when nothing was read (gradlab's reference)."""
+    return cfg.get("d_out", cfg.d_ff)
+
+
+# Sizes CONTRACT §3 leaves to the module: name -> the axis of the forward output that shows it.
+_MODULE_SIZES = {"linear": {"d_out": -1}}
+
+
+class _Symbol(str):
+    """A cfg field's name standing in for its value, so a shape function written
+    once in numbers also prints in words: 3 * d_model."""
+
+    def __mul__(self, other):
+        return _Symbol(f"{self}*{other}")
+
+    def __rmul__(self, other):
+        return _Symbol(f"{other}*{self}")
+
+
+class _SymbolicConfig:
+    extra = {}
+
+    def __getattr__(self, name):
+        return _Symbol(name)
+
+    def get(self, name, default=None):
+        return _Symbol(name)
+
+
+def _text(shape):
+    return "(" + ", ".join(str(s) for s in shape) + (",)" if len(shape) == 1 else ")")
 
 
 def _block_shapes(cfg, prefix=""):
@@ -74,7 +136,7 @@ def _lm_shapes(cfg):
 
 
 _PARAM_SHAPES = {
-    "linear": lambda c: {"weight": (c.d_model, c.d_ff), "bias": (c.d_ff,)},
+    "linear": lambda c: {"weight": (c.d_model, linear_d_out(c)), "bias": (linear_d_out(c),)},
     "layernorm": lambda c: {"gamma": (c.d_model,), "beta": (c.d_model,)},
     "ffn": lambda c: {"w1": (c.d_model, c.d_ff), "b1": (c.d_ff,), "w2": (c.d_ff, c.d_model), "b2": (c.d_model,)},
     "attention": lambda c: {"qkv_weight": (c.d_model, 3 * c.d_model), "qkv_bias": (3 * c.d_model,),

@@ -1,18 +1,34 @@
 """Finding a module's parameters and their gradients (CONTRACT §2).
 
 In this order, the first that applies to an object:
-1. `obj.params` / `obj.grads` dicts;
+1. `obj.params` with `obj.grads`: dicts name -> array, or lists aligned by
+   position (`params = [W, b]`, `grads = [dW, db]`, the DLFS / CS231n style;
+   named by a `names` / `param_names` list when there is one, else `params[i]`);
 2. `obj.parameters()` returning a dict, gradients in `obj.grads` or `obj.gradients()`;
-3. attribute pairs: an ndarray attribute `w` with its gradient in `dw`, `grad_w` or `w_grad`.
+3. attributes: an array `w` with its gradient in `dw`, `grad_w` or `w_grad`,
+   or a Parameter-like object (an array in `.data` or `.value`, its gradient in
+   `.grad`), alone or in a list or dict.
+Parameter-like objects are also accepted as the values of `params` (way 1).
+An attribute is whatever getattr returns: instance attributes, `__slots__`,
+properties and other class-level descriptors count the same. Gradients may be
+created lazily by the first backward (grads empty or None at build).
 Child modules (attributes, lists, dicts of objects) are walked and named with dots.
 An array reachable under two names (tied weights) is reported once, under the first.
 """
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
+from gradlab.contract.errors import StudentError
+
 GRAD_PATTERNS = ("d{}", "grad_{}", "{}_grad")
+NAME_LISTS = ("names", "param_names")        # names for a params list, by position
+VALUE_FIELDS = ("data", "value")             # where a Parameter-like object keeps its array
+KEY_ATTRIBUTES = ("params", "grads")         # a property among these that raises is the student's error
+MAX_DEPTH = 12                               # nesting walked (an lm: lm.blocks.0.attn is 3)
 _SCALARS = (str, bytes, int, float, complex, bool, type(None), np.generic)
+_NOT_MODULES = ("builtins", "numpy", "types", "functools", "collections")
 
 
 @dataclass
@@ -21,7 +37,7 @@ class Slot:
     name: str          # dotted name, as the student would recognise it
     value: np.ndarray  # the student's own array: gradlab writes into it, never rebinds it
     owner: object
-    grad_source: tuple  # ("dict", mapping_getter, key) or ("attr", attr_name)
+    grad_source: tuple  # ("dict", getter, key) | ("list", getter, index) | ("attr", name) | ("param", obj) | ("none",)
 
     def grad(self):
         """The gradient as the student left it after backward (None if missing)."""
@@ -29,67 +45,216 @@ class Slot:
         if kind == "dict":
             mapping = self.grad_source[1]()
             return None if mapping is None else mapping.get(self.grad_source[2])
+        if kind == "list":
+            seq, i = self.grad_source[1](), self.grad_source[2]
+            return seq[i] if seq is not None and i < len(seq) else None
+        if kind == "param":
+            return getattr(self.grad_source[1], "grad", None)
+        if kind == "none":
+            return None
         return getattr(self.owner, self.grad_source[1], None)
 
     def describe_grad(self):
-        if self.grad_source[0] == "dict":
+        kind = self.grad_source[0]
+        if kind in ("dict", "list"):
             return f"grads[{self.grad_source[2]!r}]"
+        if kind == "param":
+            return f"{self.name.rsplit('.', 1)[-1]}.grad"
+        if kind == "none":
+            return "no gradient (the module has no backward)"
         return self.grad_source[1]
 
 
-def arrays_at_build(obj):
-    """Ids of every ndarray reachable from a freshly built module: attribute-pair
-    parameters must be among them, so forward caches (self.x, self.dx) are not
-    mistaken for a parameter and its gradient."""
-    ids = set()
-    for _, value in _walk_values(obj):
-        if isinstance(value, np.ndarray):
-            ids.add(id(value))
-    return ids
+# ---- attributes, as getattr sees them ------------------------------------------
 
-
-def find_slots(obj, build_ids=None):
-    """All parameter slots of `obj`, in a stable order."""
-    slots, seen_arrays, seen_objects = [], set(), set()
-    _collect(obj, "", slots, seen_arrays, seen_objects, build_ids)
-    return slots
-
-
-def _collect(obj, prefix, slots, seen_arrays, seen_objects, build_ids):
-    if id(obj) in seen_objects:
-        return
-    seen_objects.add(id(obj))
-
-    def add(name, arr, source):
-        if isinstance(arr, np.ndarray) and id(arr) not in seen_arrays:
-            seen_arrays.add(id(arr))
-            slots.append(Slot(prefix + name, arr, obj, source))
-
-    own = _own_dict(obj)
-    params = own.get("params")
-    if not (isinstance(params, dict) and params):
-        # way 2 applies only when parameters() returns a dict; a PyTorch-style
-        # list says nothing about names, so fall through to attribute pairs.
-        method = getattr(obj, "parameters", None)
-        got = method() if callable(method) and not isinstance(obj, type) else None
-        params = got if isinstance(got, dict) and got else None
-    if params is not None:
-        for key, arr in params.items():
-            add(str(key), arr, ("dict", lambda o=obj: _grads_mapping(o), key))
-    else:
-        for attr, arr in own.items():
-            if not isinstance(arr, np.ndarray) or arr.dtype.kind != "f":
+@functools.lru_cache(maxsize=1024)
+def _class_attributes(cls):
+    """Names of data descriptors a class defines (properties, __slots__ members,
+    cached_property, custom descriptors), in MRO order: not methods."""
+    names = []
+    for klass in cls.__mro__:
+        if klass is object:
+            continue
+        for name, value in vars(klass).items():
+            if name.startswith("__") or name in names:
                 continue
-            if build_ids is not None and id(arr) not in build_ids:
+            if isinstance(value, (classmethod, staticmethod)) or callable(value):
+                continue
+            if hasattr(type(value), "__get__"):
+                names.append(name)
+    return tuple(names)
+
+
+def attributes(obj):
+    """{name: value} of what getattr gives for the instance's attributes and its
+    class's descriptors. A descriptor that raises is left out (a property reading a
+    cache that forward has not filled yet), except params/grads: reading those is
+    what CONTRACT §2 promises, so their error is the student's, in one line."""
+    try:
+        out = dict(vars(obj))
+    except TypeError:
+        out = {}
+    if isinstance(obj, type):
+        return out
+    for name in _class_attributes(type(obj)):
+        if name in out:
+            continue
+        try:
+            out[name] = getattr(obj, name)
+        except AttributeError:
+            continue                     # an unset __slots__ member, or a property with nothing to return yet
+        except Exception as e:
+            if name in KEY_ATTRIBUTES:
+                from gradlab.execution.harness import student_frame
+                where = student_frame(e)
+                raise StudentError(f"reading {type(obj).__name__}.{name} raised {type(e).__name__}"
+                                   + (f" at {where}" if where else "") + (f": {e}" if str(e) else "")) from e
+    return out
+
+
+def _param_field(value):
+    """'data' or 'value' when `value` is a Parameter-like object (an array there and a
+    `grad` attribute, possibly None until backward), else None."""
+    if isinstance(value, (_SCALARS, np.ndarray, type, list, tuple, dict)):
+        return None
+    if not (hasattr(value, "grad") or "grad" in getattr(type(value), "__slots__", ())):
+        return None
+    for field in VALUE_FIELDS:
+        try:
+            arr = getattr(value, field, None)
+        except Exception:
+            continue
+        if isinstance(arr, np.ndarray) and arr.dtype.kind == "f":
+            return field
+    return None
+
+
+# ---- the search ------------------------------------------------------------------
+
+def arrays_at_build(obj):
+    """id -> array of every ndarray reachable from a freshly built module (the arrays
+    are kept alive, so no later array can reuse an id). Attribute-pair parameters must
+    be among them, so forward caches (self.x, self.dx) are not mistaken for a
+    parameter and its gradient."""
+    found = {}
+    for value in _walk_values(obj):
+        if isinstance(value, np.ndarray):
+            found[id(value)] = value
+    return found
+
+
+def find_slots(obj, build_ids=None, forward_only=False):
+    """All parameter slots of `obj`, in a stable order. With `forward_only` (a module
+    without a backward) the float arrays it held when built count as parameters
+    (they can have no gradient partner); that needs `build_ids`."""
+    search = _Search(build_ids, forward_only)
+    search.collect(obj, "", 0)
+    return search.slots
+
+
+class _Search:
+    def __init__(self, build_ids, forward_only):
+        self.build_ids, self.forward_only = build_ids, forward_only and build_ids is not None
+        self.slots, self.seen_arrays, self.seen_objects = [], set(), set()
+
+    def add(self, owner, name, arr, source):
+        if isinstance(arr, np.ndarray) and arr.dtype.kind == "f" and id(arr) not in self.seen_arrays:
+            self.seen_arrays.add(id(arr))
+            self.slots.append(Slot(name, arr, owner, source))
+
+    def collect(self, obj, prefix, depth):
+        if id(obj) in self.seen_objects or depth > MAX_DEPTH:
+            return
+        self.seen_objects.add(id(obj))
+        attrs = attributes(obj)
+        if not (self._params(obj, attrs, prefix) or self._parameters_method(obj, prefix)):
+            self._attribute_parameters(obj, attrs, prefix)
+        for attr, child in attrs.items():
+            for suffix, sub in _children(child):
+                self.collect(sub, f"{prefix}{attr}{suffix}.", depth + 1)
+
+    def _entry(self, obj, name, value, source):
+        field = _param_field(value)
+        if field:
+            self.add(obj, name, getattr(value, field), ("param", value))
+        else:
+            self.add(obj, name, value, source)
+
+    def _params(self, obj, attrs, prefix):
+        """Way 1: params dict, or params list aligned with grads. True when it applies."""
+        params = attrs.get("params")
+        if isinstance(params, dict) and _holds_parameters(params.values()):
+            for key, value in params.items():
+                self._entry(obj, prefix + str(key), value, ("dict", lambda o=obj: _grads_mapping(o), key))
+            return True
+        if isinstance(params, (list, tuple)) and _holds_parameters(params):
+            names = _position_names(attrs, len(params))
+            for i, value in enumerate(params):
+                self._entry(obj, prefix + names[i], value, ("list", lambda o=obj: _grads_sequence(o), i))
+            return True
+        return False
+
+    def _parameters_method(self, obj, prefix):
+        """Way 2: parameters() returning a dict (a PyTorch-style list says nothing about
+        names, so it falls through to the attributes)."""
+        method = getattr(obj, "parameters", None)
+        if not callable(method) or isinstance(obj, type):
+            return False
+        got = method()
+        if not (isinstance(got, dict) and _holds_parameters(got.values())):
+            return False
+        for key, value in got.items():
+            self._entry(obj, prefix + str(key), value, ("dict", lambda o=obj: _grads_mapping(o), key))
+        return True
+
+    def _attribute_parameters(self, obj, attrs, prefix):
+        """Way 3: attribute pairs (w, dw) and Parameter-like attributes."""
+        for attr, value in attrs.items():
+            if _param_field(value):
+                self._entry(obj, prefix + attr, value, None)
+                continue
+            if isinstance(value, (list, tuple, dict)) and value and attr not in KEY_ATTRIBUTES:
+                items = value.items() if isinstance(value, dict) else enumerate(value)
+                for key, item in items:
+                    if _param_field(item):
+                        self._entry(obj, f"{prefix}{attr}.{key}", item, None)
+                continue
+            if not isinstance(value, np.ndarray) or value.dtype.kind != "f":
+                continue
+            if self.build_ids is not None and id(value) not in self.build_ids:
                 continue
             for pattern in GRAD_PATTERNS:
                 gname = pattern.format(attr)
-                if isinstance(own.get(gname), np.ndarray):
-                    add(attr, arr, ("attr", gname))
+                if isinstance(attrs.get(gname), np.ndarray):
+                    self.add(obj, prefix + attr, value, ("attr", gname))
                     break
-    for attr, child in own.items():
-        for suffix, sub in _children(child):
-            _collect(sub, f"{prefix}{attr}{suffix}.", slots, seen_arrays, seen_objects, build_ids)
+            else:
+                if self.forward_only and not _is_gradient_name(attr, attrs):
+                    self.add(obj, prefix + attr, value, ("none",))
+
+
+def _is_gradient_name(attr, attrs):
+    """dw next to w: a gradient buffer made at build, not a parameter."""
+    for pattern in GRAD_PATTERNS:
+        head, tail = pattern.split("{}")
+        if attr.startswith(head) and attr.endswith(tail) and len(attr) > len(head) + len(tail):
+            base = attr[len(head):len(attr) - len(tail)]
+            if isinstance(attrs.get(base), np.ndarray):
+                return True
+    return False
+
+
+def _holds_parameters(values):
+    return any(isinstance(v, np.ndarray) or _param_field(v) for v in values)
+
+
+def _position_names(attrs, n):
+    for key in NAME_LISTS:
+        names = attrs.get(key)
+        if isinstance(names, (list, tuple)) and len(names) == n and all(isinstance(s, str) for s in names) \
+                and len(set(names)) == n:
+            return list(names)
+    return [f"params[{i}]" for i in range(n)]
 
 
 def _grads_mapping(obj):
@@ -102,24 +267,29 @@ def _grads_mapping(obj):
     return None
 
 
-def _own_dict(obj):
-    try:
-        return dict(vars(obj))
-    except TypeError:
-        return {}
+def _grads_sequence(obj):
+    grads = getattr(obj, "grads", None)
+    if isinstance(grads, (list, tuple)):
+        return grads
+    if callable(getattr(obj, "gradients", None)):
+        got = obj.gradients()
+        return got if isinstance(got, (list, tuple)) else None
+    return None
 
 
 def _is_module_like(value):
-    if isinstance(value, (_SCALARS, np.ndarray, type)) or callable(value) and not hasattr(value, "__dict__"):
+    if isinstance(value, (_SCALARS, np.ndarray, type, list, tuple, dict)) or _param_field(value):
         return False
-    if type(value).__module__ in ("builtins", "numpy", "types", "functools"):
+    if callable(value) and not hasattr(value, "forward"):
+        return False                    # a function or a method, not a module
+    if type(value).__module__.split(".")[0] in _NOT_MODULES:
         return False
-    return hasattr(value, "__dict__") and (hasattr(value, "forward") or hasattr(value, "params")
-                                           or hasattr(value, "parameters") or _has_arrays(value))
-
-
-def _has_arrays(value):
-    return any(isinstance(v, np.ndarray) for v in vars(value).values())
+    if hasattr(value, "forward") or hasattr(value, "params") or hasattr(value, "parameters"):
+        return True
+    try:
+        return any(isinstance(v, np.ndarray) for v in attributes(value).values())
+    except StudentError:
+        return True
 
 
 def _children(value):
@@ -136,14 +306,82 @@ def _children(value):
                 yield f".{key}", item
 
 
-def _walk_values(obj, seen=None):
+def _walk_values(obj, seen=None, depth=0):
     seen = set() if seen is None else seen
-    if id(obj) in seen:
+    if id(obj) in seen or depth > MAX_DEPTH:
         return
     seen.add(id(obj))
-    for attr, value in _own_dict(obj).items():
-        yield attr, value
-        if isinstance(value, dict):
-            yield from ((k, v) for k, v in value.items())
+    for value in attributes(obj).values():
+        yield value
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+        for item in items:
+            yield item
+            field = _param_field(item)
+            if field:
+                yield getattr(item, field)
+        field = _param_field(value)
+        if field:
+            yield getattr(value, field)
         for _, sub in _children(value):
-            yield from _walk_values(sub, seen)
+            yield from _walk_values(sub, seen, depth + 1)
+
+
+# ---- what was there, when nothing was found --------------------------------------
+
+def _what(value):
+    if value is None:
+        return "None"
+    if isinstance(value, np.ndarray):
+        return f"an array {value.shape}"
+    if isinstance(value, (list, tuple, dict)):
+        items = list(value.values()) if isinstance(value, dict) else list(value)
+        arrays = sum(isinstance(v, np.ndarray) for v in items)
+        kind = type(value).__name__
+        if not items:
+            return f"an empty {kind}"
+        if arrays == len(items):
+            return f"a {kind} of {len(items)} arrays"
+        return f"a {kind} of {len(items)} items ({arrays} arrays)"
+    return f"a {type(value).__name__}"
+
+
+def explain(obj, build_ids=None):
+    """One sentence: what discovery looked at on `obj` and what was there, e.g.
+    "params is a list of 2 arrays but grads is missing"."""
+    try:
+        attrs = attributes(obj)
+    except StudentError as e:
+        return str(e)
+    seen = []
+    if "params" in attrs:
+        part = f"params is {_what(attrs['params'])}"
+        part += f", grads is {_what(attrs['grads'])}" if "grads" in attrs else " but grads is missing"
+        seen.append(part)
+    elif "grads" in attrs:
+        seen.append(f"grads is {_what(attrs['grads'])} but there is no params")
+    method = getattr(obj, "parameters", None)
+    if callable(method) and not isinstance(obj, type):
+        try:
+            seen.append(f"parameters() returned {_what(method())}" + ("" if isinstance(method(), dict) else
+                                                                         " (a dict name -> array is needed)"))
+        except Exception as e:
+            seen.append(f"parameters() raised {type(e).__name__}")
+    arrays = {k: v for k, v in attrs.items() if isinstance(v, np.ndarray) and v.dtype.kind == "f"
+              and k not in KEY_ATTRIBUTES}
+    lonely = [k for k in arrays if not any(isinstance(attrs.get(p.format(k)), np.ndarray) for p in GRAD_PATTERNS)
+              and not _is_gradient_name(k, attrs)]
+    if build_ids is not None:
+        lonely = [k for k in lonely if id(arrays[k]) in build_ids]
+    if lonely:
+        first = lonely[0]
+        shown = ", ".join(f"{k} {arrays[k].shape}" for k in lonely[:4]) + (" ..." if len(lonely) > 4 else "")
+        seen.append(f"array attributes {shown} have no gradient attribute after backward "
+                    f"(looked for d{first}, grad_{first}, {first}_grad, or a .grad on a Parameter object)")
+    children = [k for k, v in attrs.items() if any(True for _ in _children(v))]
+    if children:
+        seen.append(f"child modules walked: {', '.join(children[:6])}")
+    if not seen:
+        names = ", ".join(sorted(attrs)[:8]) or "none"
+        seen.append(f"{type(obj).__name__} has no params, no parameters() and no float array attributes "
+                    f"(its attributes: {names})")
+    return "; ".join(seen)

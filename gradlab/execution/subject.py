@@ -5,8 +5,8 @@ import inspect
 
 import numpy as np
 
-from gradlab.execution.discovery import arrays_at_build, find_slots
-from gradlab.contract.errors import StudentError
+from gradlab.execution.discovery import arrays_at_build, explain, find_slots
+from gradlab.contract.errors import CheckSkipped, StudentError
 from gradlab.execution.harness import as_float_array, describe, guarded
 from gradlab.contract.kinds import INPUT_GRAD
 
@@ -15,10 +15,32 @@ class Subject:
     def __init__(self, kind, registration, cfg, impl_name="reference", files=()):
         self.kind = kind                  # KindSpec
         self.registration = registration  # Registration
-        self.cfg = cfg
+        self._cfg = cfg
+        self._sizes_read = all(name in cfg.extra for name in kind.module_size_names)
         self.impl_name = impl_name
         self.files = files
-        self._build_ids = {}   # id(module) -> ids of the arrays it had when built
+        self._build_ids = {}   # id(module) -> the arrays it had when built
+        self.no_backward = None   # why the module has no usable backward (a forward-only module), once known
+
+    @property
+    def cfg(self):
+        """cfg, with the sizes CONTRACT §3 leaves to the module (a linear's d_out) read
+        from the module itself on first use, so every check and the reference agree with it."""
+        if not self._sizes_read:
+            self._sizes_read = True
+            self._cfg = self._read_sizes(self._cfg)
+        return self._cfg
+
+    def _read_sizes(self, cfg):
+        """One build and forward; if the module cannot run, the defaults stay and the
+        checks report why (smoke first)."""
+        try:
+            module = self._call("build(cfg)", self.registration.target, cfg)
+            out = self._call("forward", module.forward, self.kind.make_input(cfg, np.random.default_rng(0)))
+        except (StudentError, AttributeError):
+            return cfg
+        sizes = self.kind.module_sizes(cfg, out)
+        return cfg.replace(extra={**cfg.extra, **sizes}) if sizes else cfg
 
     # ---- module kinds ------------------------------------------------------
     def build(self):
@@ -27,9 +49,10 @@ class Subject:
         if module is None:
             raise StudentError("build(cfg) returned None; it must return the module object")
         if self.kind.form == "module":
-            for method in ("forward", "backward"):
-                if not callable(getattr(module, method, None)):
-                    raise StudentError(f"build(cfg) returned {type(module).__name__}, which has no {method}() method")
+            if not callable(getattr(module, "forward", None)):
+                raise StudentError(f"build(cfg) returned {type(module).__name__}, which has no forward() method")
+            if not callable(getattr(module, "backward", None)) and self.no_backward is None:
+                self.no_backward = f"{type(module).__name__} has no backward() method"
         elif not callable(getattr(module, "step", None)):
             raise StudentError(f"build(cfg) returned {type(module).__name__}, which has no step(params, grads) method")
         self._build_ids[id(module)] = arrays_at_build(module)
@@ -40,15 +63,43 @@ class Subject:
         return as_float_array(out, "forward", self.kind.output_shape(self.cfg), self._shape_hint())
 
     def backward(self, module, grad_out):
-        dx = self._call("backward", module.backward, grad_out)
+        """dL/dx (None for kinds without an input gradient). A module without a usable
+        backward (none, or one raising NotImplementedError) raises CheckSkipped: the
+        check that needs gradients cannot judge, and says why."""
+        if self.no_backward:
+            raise CheckSkipped(self.skip_reason())
+        try:
+            dx = self._call("backward", module.backward, grad_out)
+        except StudentError as e:
+            if not self.not_implemented(e):
+                raise
+            raise CheckSkipped(self.skip_reason()) from None
         if not self.kind.has(INPUT_GRAD):
             return None  # embedding and lm: nothing to return (a returned value is ignored)
         return as_float_array(dx, "backward", self.kind.input_shape(self.cfg),
                               " (the gradient with respect to forward's input x)")
 
+    def not_implemented(self, error):
+        """True (and the module noted as forward-only) when a StudentError from
+        backward is its NotImplementedError."""
+        if not isinstance(error.__cause__, NotImplementedError):
+            return False
+        self.no_backward = "backward() raised NotImplementedError" + (f" at {error.where}" if error.where else "")
+        return True
+
+    def skip_reason(self):
+        return (f"{self.kind.name}: {self.no_backward}: a forward-only module; this check needs gradients, so it "
+                "cannot judge it (the forward checks can)")
+
     def slots(self, module):
-        """Parameter slots, found after a backward (attribute-pair gradients exist only then)."""
-        return self._call("finding parameters", find_slots, module, self._build_ids.get(id(module)))
+        """Parameter slots, found after a backward (attribute-pair gradients exist only then).
+        For a forward-only module: the float arrays it held when built."""
+        return self._call("finding parameters", find_slots, module, self._build_ids.get(id(module)),
+                          self.no_backward is not None)
+
+    def explain_slots(self, module):
+        """What discovery looked at and found, for a message when it found nothing."""
+        return self._call("finding parameters", explain, module, self._build_ids.get(id(module)))
 
     def read_grads(self, slots):
         """name -> copy of the gradient backward left for each parameter."""
@@ -68,11 +119,14 @@ class Subject:
     def fresh(self, rng, randomize=True):
         """Build, run one forward/backward to find the parameters, and (by default)
         give them random values so that no bug hides behind gamma=1 or bias=0.
-        Returns (module, slots)."""
+        A forward-only module skips the backward. Returns (module, slots)."""
         module = self.build()
         x = self.make_input(rng)
         out = self.forward(module, x)
-        self.backward(module, np.ones_like(out))
+        try:
+            self.backward(module, np.ones_like(out))
+        except CheckSkipped:
+            pass        # forward-only: its parameters are the arrays it holds
         slots = self.slots(module)
         if randomize:
             randomize_params(slots, rng)
@@ -91,7 +145,12 @@ class Subject:
         return guarded(what, fn, *args, files=self.files, **kwargs)
 
     def _shape_hint(self):
-        return {"lm": " = (B, T, vocab_size)", "linear": " = (B, T, d_ff)"}.get(self.kind.name, " = (B, T, D)")
+        """" = (batch_size, seq_len, d_model)": the cfg fields the expected output shape comes from."""
+        words = self.kind.symbolic(type(self.kind).output_shape)
+        if not words:
+            return ""
+        tail = f", d_out = {self.cfg.extra['d_out']} as your module chose" if "d_out" in self.cfg.extra else ""
+        return f" = {words} from cfg{tail}"
 
 
 def randomize_params(slots, rng):
