@@ -17,7 +17,8 @@ from gradlab.contract.errors import CheckFailure
 from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILITIES, TOKEN_IDS
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.contract.records import heatmap, table
-from gradlab.execution.subject import IGNORE_INDEX, call_cross_entropy, call_softmax, loss_inputs, with_ignored
+from gradlab.execution.subject import (IGNORE_INDEX, accepts_keyword, call_cross_entropy, call_softmax, loss_inputs,
+                                      with_ignored)
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.weights import load_reference, named_params, random_reference
 
@@ -378,7 +379,8 @@ def _loss(subject, rng):
     logits, targets = loss_inputs(subject, rng)
     padded = with_ignored(targets, rng)
     rows, failures = [], []
-    for ignore, tg in ((None, targets), (IGNORE_INDEX, padded)):
+    padding = accepts_keyword(subject, "ignore_index")    # without it: unpadded targets only (see `signature`)
+    for ignore, tg in ((None, targets), (IGNORE_INDEX, padded))[:2 if padding else 1]:
         loss, grad = call_cross_entropy(subject, logits.copy(), tg.copy(), ignore)   # copies: see _softmax
         tol = max(tol, _tolerance(cfg, grad))
         want_loss, want_grad = ref_fn(logits.astype(np.float64), tg, ignore_index=ignore)
@@ -395,7 +397,9 @@ def _loss(subject, rng):
     details = {"views": [table("per-output error (relative to each output's scale)", rows),
                          _heatmap_ce(subject, logits, failures, worst_grad)]}
     if not failures:
-        return Outcome(f"loss and grad_logits match the reference, with and without ignore_index "
+        which = "with and without ignore_index" if padding else \
+            "on targets without padding (your function takes no ignore_index: see the signature check)"
+        return Outcome(f"loss and grad_logits match the reference, {which} "
                        f"(max error {metrics['max_error']:.1e}, tolerance {tol:.0e})", metrics, details)
     row, ignore, tg, loss, grad = failures[0]
     x64 = logits.astype(np.float64)

@@ -69,7 +69,7 @@ TABLE = [
     ("red_fn_bad_ce_inplace_shift.py", "cross_entropy", "input_mutation", ["changed the caller's logits"]),
     ("red_fn_bad_ce_pads_targets.py", "cross_entropy", "input_mutation", ["changed the caller's targets",
                                                                             "ignore_index"]),
-    ("red_fn_bad_ce_no_ignore_kwarg.py", "cross_entropy", "input_mutation", ["no ignore_index argument",
+    ("red_fn_bad_ce_no_ignore_kwarg.py", "cross_entropy", "signature", ["no ignore_index argument",
                                                                                "ignore_index=None"]),
 ]
 

@@ -74,6 +74,11 @@ class KindSpec:
             return {k: _text(v) for k, v in got.items()}
         return _text(got)
 
+    def keyword_args(self):
+        """The keyword arguments of a function kind's signature (CONTRACT §3):
+        name -> what it means, for a message when a function takes none."""
+        return _KEYWORDS.get(self.name, {})
+
     def make_input(self, cfg, rng):
         """A forward input for this kind, in cfg.dtype (ids for token kinds)."""
         shape = self.input_shape(cfg)
@@ -87,6 +92,13 @@ def linear_d_out(cfg):
     under test and kept in cfg.extra; d_ff when nothing was read (gradlab's reference)."""
     return cfg.get("d_out", cfg.d_ff)
 
+
+# Keyword arguments of the function kinds' signatures (CONTRACT §3) and what they mean.
+_KEYWORDS = {
+    "cross_entropy": {"ignore_index": "targets equal to ignore_index (padding) add nothing to the loss and get a "
+                                      "zero gradient, and the mean is over the other targets"},
+    "softmax": {"axis": "the axis whose entries sum to 1 (default -1, the last)"},
+}
 
 # Sizes CONTRACT §3 leaves to the module: name -> the axis of the forward output that shows it.
 _MODULE_SIZES = {"linear": {"d_out": -1}}

@@ -210,6 +210,18 @@ def call_cross_entropy(subject, logits, targets, ignore_index=None):
     return float(loss), as_float_array(grad, f"{what}'s grad_logits", logits.shape, flat)
 
 
+def accepts_keyword(subject, name):
+    """False when the registered function certainly takes no argument `name`
+    (its signature says so); True when it does or when there is no signature to read."""
+    try:
+        inspect.signature(subject.registration.target).bind_partial(**{name: None})
+    except TypeError:
+        return False
+    except ValueError:      # no signature to read (a builtin): let the call decide
+        pass
+    return True
+
+
 def _accepts(fn, *args, **kwargs):
     """False only when fn's signature certainly cannot take these arguments."""
     try:

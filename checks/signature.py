@@ -1,0 +1,34 @@
+"""`signature`: a function accepts every keyword argument of its CONTRACT §3
+signature (cross_entropy's `ignore_index`, softmax's `axis`). A function that
+lacks one fails here, once, saying what the argument means; the other checks
+still run without it (cross_entropy on targets with no padding), so a missing
+argument is one clear failure rather than errors everywhere."""
+import inspect
+
+from gradlab.contract.errors import CheckFailure, CheckSkipped
+from gradlab.contract.kinds import LOSS, PROBABILITIES
+from gradlab.execution.subject import accepts_keyword
+from gradlab.contract.suite import Outcome, check
+
+SIGNATURES = {"cross_entropy": "cross_entropy(logits, targets, ignore_index=None)", "softmax": "softmax(x, axis=-1)"}
+
+
+@check("signature", any_of={LOSS, PROBABILITIES}, forms={"function"}, order=2,
+       summary="the function accepts every keyword argument of CONTRACT §3's signature (ignore_index, axis)")
+def signature(subject, rng):
+    kind = subject.kind
+    keywords = kind.keyword_args()
+    try:
+        inspect.signature(subject.registration.target)
+    except (TypeError, ValueError):
+        raise CheckSkipped(f"{kind.name}: the function has no signature Python can read (a builtin?), so which "
+                           f"arguments it takes cannot be told; the other checks call it with them") from None
+    missing = [name for name in keywords if not accepts_keyword(subject, name)]
+    if missing:
+        name = missing[0]
+        shape = SIGNATURES.get(kind.name, f"{kind.name}(..., {name}=...)")
+        raise CheckFailure(f"{kind.name}: your function takes no {name} argument; CONTRACT §3's signature is "
+                           f"{shape}: {keywords[name]}. The other checks ran without it",
+                           {"missing": ",".join(missing)})
+    shown = ", ".join(keywords) or "no keyword arguments"
+    return Outcome(f"accepts {shown}, as CONTRACT §3's signature has it", {"keywords": len(keywords)})
