@@ -5,9 +5,10 @@ In this order, the first that applies to an object:
    position (`params = [W, b]`, `grads = [dW, db]`, the DLFS / CS231n style;
    named by a `names` / `param_names` list when there is one, else `params[i]`);
 2. `obj.parameters()` returning a dict, gradients in `obj.grads` or `obj.gradients()`;
-3. attributes: an array `w` with its gradient in `dw`, `grad_w` or `w_grad`,
-   or a Parameter-like object (an array in `.data` or `.value`, its gradient in
-   `.grad`), alone or in a list or dict.
+3. attributes: an array `w` with its gradient in `dw`, `grad_w`, `w_grad`,
+   `_dw` or `gradW` (or in a `grads` dict under the name `w`), or a
+   Parameter-like object (an array in `.data` or `.value`, its gradient in
+   `.grad` or `.gradient`), alone or in a list or dict.
 Parameter-like objects are also accepted as the values of `params` (way 1).
 An attribute is whatever getattr returns: instance attributes, `__slots__`,
 properties and other class-level descriptors count the same. Gradients may be
@@ -22,7 +23,8 @@ import numpy as np
 
 from gradlab.contract.errors import StudentError
 
-GRAD_PATTERNS = ("d{}", "grad_{}", "{}_grad")
+GRAD_PATTERNS = ("d{}", "grad_{}", "{}_grad", "_d{}", "grad{}")   # gradW, gradB: matched ignoring case
+GRAD_FIELDS = ("grad", "gradient")           # where a Parameter-like object keeps its gradient
 NAME_LISTS = ("names", "param_names")        # names for a params list, by position
 VALUE_FIELDS = ("data", "value")             # where a Parameter-like object keeps its array
 KEY_ATTRIBUTES = ("params", "grads")         # a property among these that raises is the student's error
@@ -49,7 +51,7 @@ class Slot:
             seq, i = self.grad_source[1](), self.grad_source[2]
             return seq[i] if seq is not None and i < len(seq) else None
         if kind == "param":
-            return getattr(self.grad_source[1], "grad", None)
+            return getattr(self.grad_source[1], self.grad_source[2], None)
         if kind == "none":
             return None
         return getattr(self.owner, self.grad_source[1], None)
@@ -59,7 +61,7 @@ class Slot:
         if kind in ("dict", "list"):
             return f"grads[{self.grad_source[2]!r}]"
         if kind == "param":
-            return f"{self.name.rsplit('.', 1)[-1]}.grad"
+            return f"{self.name.rsplit('.', 1)[-1]}.{self.grad_source[2]}"
         if kind == "none":
             return "no gradient (the module has no backward)"
         return self.grad_source[1]
@@ -112,12 +114,18 @@ def attributes(obj):
     return out
 
 
+def _grad_field(value):
+    """'grad' or 'gradient': where a Parameter-like object keeps its gradient (None until backward is fine)."""
+    slots = getattr(type(value), "__slots__", ())
+    return next((f for f in GRAD_FIELDS if hasattr(value, f) or f in slots), None)
+
+
 def _param_field(value):
     """'data' or 'value' when `value` is a Parameter-like object (an array there and a
-    `grad` attribute, possibly None until backward), else None."""
+    `grad` / `gradient` attribute, possibly None until backward), else None."""
     if isinstance(value, (_SCALARS, np.ndarray, type, list, tuple, dict)):
         return None
-    if not (hasattr(value, "grad") or "grad" in getattr(type(value), "__slots__", ())):
+    if _grad_field(value) is None:
         return None
     for field in VALUE_FIELDS:
         try:
@@ -176,7 +184,7 @@ class _Search:
     def _entry(self, obj, name, value, source):
         field = _param_field(value)
         if field:
-            self.add(obj, name, getattr(value, field), ("param", value))
+            self.add(obj, name, getattr(value, field), ("param", value, _grad_field(value)))
         else:
             self.add(obj, name, value, source)
 
@@ -223,23 +231,41 @@ class _Search:
                 continue
             if self.build_ids is not None and id(value) not in self.build_ids:
                 continue
-            for pattern in GRAD_PATTERNS:
-                gname = pattern.format(attr)
-                if isinstance(attrs.get(gname), np.ndarray):
-                    self.add(obj, prefix + attr, value, ("attr", gname))
-                    break
-            else:
-                if self.forward_only and not _is_gradient_name(attr, attrs):
-                    self.add(obj, prefix + attr, value, ("none",))
+            gname = _partner(attr, attrs)
+            if gname:
+                self.add(obj, prefix + attr, value, ("attr", gname))
+            elif isinstance(attrs.get("grads"), dict) and isinstance(attrs["grads"].get(attr), np.ndarray):
+                self.add(obj, prefix + attr, value, ("dict", lambda o=obj: _grads_mapping(o), attr))
+            elif self.forward_only and not _is_gradient_name(attr, attrs):
+                self.add(obj, prefix + attr, value, ("none",))
+
+
+def _partner(attr, attrs):
+    """The name of the attribute holding `attr`'s gradient (dw for w, ...), or None.
+    Exact names first; then ignoring case, when that picks one attribute (gradB for b)."""
+    for pattern in GRAD_PATTERNS:
+        if isinstance(attrs.get(pattern.format(attr)), np.ndarray):
+            return pattern.format(attr)
+    lower = {}
+    for name, value in attrs.items():
+        if isinstance(value, np.ndarray):
+            lower.setdefault(name.lower(), []).append(name)
+    for pattern in GRAD_PATTERNS:
+        found = lower.get(pattern.format(attr).lower(), [])
+        if len(found) == 1 and found[0] != attr:
+            return found[0]
+    return None
 
 
 def _is_gradient_name(attr, attrs):
     """dw next to w: a gradient buffer made at build, not a parameter."""
+    lowered = {name.lower() for name, v in attrs.items() if isinstance(v, np.ndarray)}
     for pattern in GRAD_PATTERNS:
         head, tail = pattern.split("{}")
-        if attr.startswith(head) and attr.endswith(tail) and len(attr) > len(head) + len(tail):
+        low = attr.lower()
+        if low.startswith(head) and low.endswith(tail) and len(attr) > len(head) + len(tail):
             base = attr[len(head):len(attr) - len(tail)]
-            if isinstance(attrs.get(base), np.ndarray):
+            if isinstance(attrs.get(base), np.ndarray) or base.lower() in lowered:
                 return True
     return False
 
@@ -368,15 +394,15 @@ def explain(obj, build_ids=None):
             seen.append(f"parameters() raised {type(e).__name__}")
     arrays = {k: v for k, v in attrs.items() if isinstance(v, np.ndarray) and v.dtype.kind == "f"
               and k not in KEY_ATTRIBUTES}
-    lonely = [k for k in arrays if not any(isinstance(attrs.get(p.format(k)), np.ndarray) for p in GRAD_PATTERNS)
-              and not _is_gradient_name(k, attrs)]
+    lonely = [k for k in arrays if not _partner(k, attrs) and not _is_gradient_name(k, attrs)]
     if build_ids is not None:
         lonely = [k for k in lonely if id(arrays[k]) in build_ids]
     if lonely:
         first = lonely[0]
         shown = ", ".join(f"{k} {arrays[k].shape}" for k in lonely[:4]) + (" ..." if len(lonely) > 4 else "")
         seen.append(f"array attributes {shown} have no gradient attribute after backward "
-                    f"(looked for d{first}, grad_{first}, {first}_grad, or a .grad on a Parameter object)")
+                    f"(looked for d{first}, grad_{first}, {first}_grad, _d{first}, grad{first}, grads[{first!r}], "
+                    "or a .grad on a Parameter object)")
     children = [k for k, v in attrs.items() if any(True for _ in _children(v))]
     if children:
         seen.append(f"child modules walked: {', '.join(children[:6])}")

@@ -1,0 +1,127 @@
+"""The "styles" zoo (tests/zoo/styles/): correct modules written the way different
+kinds of public NumPy code are written (property-exposed dicts, DLFS lists,
+Parameter objects with .data/.grad or .value/.gradient, __slots__, CS231n functions
+wrapped in a class, a linear 7 wide or d_model wide, float32-only libraries, an
+epsilon inside the log, callable objects, forward-only modules), each registered
+with the thinnest wrapper CONTRACT allows. Every correct one passes every check
+that applies, over 20 seeds in float64 and float32; each has a broken twin (a
+subclass overriding only the buggy method) that fails with the right words."""
+from pathlib import Path
+
+import pytest
+
+import gradlab
+from gradlab.contract import suite
+
+STYLES = Path(__file__).parent / "zoo" / "styles"
+GRADIENT_BASED = {"gradient", "backward", "repeated_ids", "overfit"}
+
+# Sound idioms that gradlab's tolerance policy (issue 9 item 3, another branch) must accept: a float32
+# library whose float64 output is compared at float64's tolerance, and log(p + 1e-10). Until that lands
+# they fail `reference` in float64; strict xfail flags the moment they pass.
+TOLERANCE_PENDING = {
+    ("style_log_eps_loss.py", "cross_entropy"): "log(p + 1e-10): reference/gradient compare at 1e-9 "
+                                                "(the tolerance policy of issue 9 item 3 fixes it)",
+    ("style_grads_by_name.py", "layernorm"): "float32 parameters with a float64 input: the output is float64, "
+                                             "judged at float64's 1e-9 though the weights were rounded to float32 "
+                                             "(the tolerance policy of issue 9 item 3 fixes it)",
+}
+
+CORRECT = [
+    ("style_property_dicts.py", "layernorm"),
+    ("style_dlfs_lists.py", "linear"),
+    ("style_dlfs_lists.py", "ffn"),
+    ("style_parameter_objects.py", "attention"),
+    ("style_slots.py", "embedding"),
+    ("style_cs231n_functional.py", "linear"),
+    ("style_float32_param_value.py", "ffn"),
+    ("style_float32_param_value.py", "softmax"),
+    ("style_log_eps_loss.py", "cross_entropy"),
+    ("style_callable_object.py", "softmax"),
+    ("style_callable_object.py", "adam"),
+    ("style_forward_only.py", "attention"),
+    ("style_forward_only.py", "layernorm"),
+    ("style_grads_by_name.py", "layernorm"),
+]
+FORWARD_ONLY = {("style_forward_only.py", "attention"): "raised NotImplementedError",
+                ("style_forward_only.py", "layernorm"): "has no backward() method"}
+
+# twin file, kind, the check that must fail, words its message must contain
+BROKEN = [
+    ("style_property_dicts_bad.py", "layernorm", "gradient", ["input gradient 'x'", "mean"]),
+    ("style_dlfs_lists_bad.py", "linear", "gradient", ["'params[0]'", "transpose"]),
+    ("style_parameter_objects_bad.py", "attention", "gradient", ["'qkv_bias'", "- sum(dA * A)"]),
+    ("style_slots_bad.py", "embedding", "gradient", ["'weight'", "more than once", "np.add.at"]),
+    ("style_slots_bad.py", "embedding", "repeated_ids", ["appears 2 times", "sum of the 2 upstream gradients"]),
+    ("style_cs231n_functional_bad.py", "linear", "gradient", ["'b'", "mean over the 10 tokens instead of the sum"]),
+    ("style_float32_param_value_bad.py", "ffn", "gradient", ["'b1'", "ReLU derivative"]),
+    ("style_log_eps_loss_bad.py", "cross_entropy", "gradient", ["grad_logits", "10 x the reference", "divide"]),
+    ("style_callable_object_bad.py", "softmax", "finite", ["NaN", "subtract the row maximum"]),
+    ("style_callable_object_bad.py", "adam", "trajectory", ["after step 1", "eps is inside the square root"]),
+    ("style_forward_only_bad.py", "attention", "softmax_rows", ["future position 1", "off by one"]),
+    ("style_forward_only_bad.py", "attention", "causality", ["sees the future"]),
+    ("style_grads_by_name_bad.py", "layernorm", "reference", ["unbiased variance", "ddof=1"]),
+]
+
+
+def _path(name):
+    return str(STYLES / name)
+
+
+def _ids(rows):
+    return [f"{r[0][6:-3]}-{r[1]}" + (f"-{r[2]}" if len(r) > 3 else "") for r in rows]
+
+
+def _pending(rows):
+    return [pytest.param(*r, marks=pytest.mark.xfail(strict=True, reason=TOLERANCE_PENDING[r[:2]]))
+            if r[:2] in TOLERANCE_PENDING else r for r in rows]
+
+
+@pytest.mark.parametrize("name, kind", _pending(CORRECT), ids=_ids(CORRECT))
+def test_correct_style_passes_every_check(name, kind):
+    result = gradlab.check(kind, impl=_path(name), seed=0)
+    bad = [(c.name, c.status, c.message) for c in result.checks if c.status in ("fail", "error")]
+    assert result.passed, bad
+    skipped = {c.name: c.message for c in result.checks if c.status == "skip"}
+    if (name, kind) in FORWARD_ONLY:
+        # every forward check ran and passed; exactly the gradient-based ones are skipped, with the reason
+        assert set(skipped) == GRADIENT_BASED & {c.name for c in suite.applicable(gradlab.KINDS[kind])}, skipped
+        assert all(FORWARD_ONLY[(name, kind)] in m and "forward-only" in m for m in skipped.values()), skipped
+        assert "forward runs" in result["smoke"].message
+    else:
+        assert not skipped, skipped
+
+
+def _cheap_checks(kind):
+    """Every applicable check but overfit (seed-insensitive and the costly one: the table test runs it)."""
+    return [c.name for c in suite.applicable(gradlab.KINDS[kind]) if c.name != "overfit"]
+
+
+@pytest.mark.parametrize("name, kind", _pending(CORRECT), ids=_ids(CORRECT))
+def test_no_false_alarm_over_20_seeds_in_both_dtypes(name, kind):
+    """Measured: about 5 s of CPU for the whole table (14 modules x 40 runs, overfit left out)."""
+    alarms = []
+    for dtype in ("float64", "float32"):
+        for seed in range(20):
+            result = gradlab.check(kind, impl=_path(name), checks=_cheap_checks(kind), seed=seed, dtype=dtype)
+            alarms += [(dtype, seed, c.name, c.message) for c in result.checks if c.status in ("fail", "error")]
+    assert not alarms, alarms[:3]
+
+
+@pytest.mark.parametrize("name, kind, check, words", BROKEN, ids=_ids(BROKEN))
+def test_broken_twin_fails_with_the_right_words(name, kind, check, words):
+    result = gradlab.check(kind, impl=_path(name), seed=0)
+    assert not result.passed
+    record = result[check]
+    assert record.status == "fail", (record.status, record.message)
+    for w in words:
+        assert w in record.message, (w, record.message)
+
+
+def test_every_style_has_a_broken_twin():
+    correct = {p.name for p in STYLES.glob("style_*.py") if not p.name.endswith("_bad.py")}
+    twins = {p.name[:-len("_bad.py")] + ".py" for p in STYLES.glob("style_*_bad.py")}
+    assert correct == twins
+    assert correct == {name for name, _ in CORRECT}
+    kinds = {kind for _, kind in CORRECT}
+    assert {"linear", "layernorm", "ffn", "attention", "embedding", "cross_entropy", "softmax", "adam"} <= kinds
