@@ -149,7 +149,12 @@ class Subject:
         words = self.kind.symbolic(type(self.kind).output_shape)
         if not words:
             return ""
-        tail = f", d_out = {self.cfg.extra['d_out']} as your module chose" if "d_out" in self.cfg.extra else ""
+        tail = ""
+        for name in self.kind.module_size_names:
+            value = self.cfg.extra.get(name)
+            tail += (f", {name} = {value} as your module chose" if value is not None else
+                     f", {name} = {self.kind.output_shape(self.cfg)[-1]} by default (your module's own could "
+                     "not be read from its forward output)")
         return f" = {words} from cfg{tail}"
 
 
