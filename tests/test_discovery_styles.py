@@ -375,3 +375,13 @@ def test_a_size_tied_to_cfg_names_the_field(run):
     assert "returned shape (2, 5, 13); expected (2, 5, 12) = (batch_size, seq_len, d_model) from cfg" in smoke.message
     shapes = run("layernorm", lambda cfg: LN((1, cfg.d_model)), ["shapes"])["shapes"]
     assert "parameter 'gamma' has shape (1, 12), expected (12,) ((d_model,) from cfg)" in shapes.message
+
+
+def test_a_params_property_handing_out_copies_is_one_clear_line():
+    class Copies(PropertyDicts):
+        @property
+        def params(self):
+            return {"w": self._w.copy(), "b": self._b.copy()}
+
+    with pytest.raises(StudentError, match=r"Copies\.params returns new arrays each time .*in place"):
+        find_slots(Copies())

@@ -191,6 +191,8 @@ class _Search:
     def _params(self, obj, attrs, prefix):
         """Way 1: params dict, or params list aligned with grads. True when it applies."""
         params = attrs.get("params")
+        if isinstance(params, (dict, list, tuple)) and "params" not in _instance_dict(obj):
+            _same_arrays_twice(obj, params)
         if isinstance(params, dict) and _holds_parameters(params.values()):
             for key, value in params.items():
                 self._entry(obj, prefix + str(key), value, ("dict", lambda o=obj: _grads_mapping(o), key))
@@ -255,6 +257,30 @@ def _partner(attr, attrs):
         if len(found) == 1 and found[0] != attr:
             return found[0]
     return None
+
+
+def _instance_dict(obj):
+    try:
+        return vars(obj)
+    except TypeError:
+        return {}
+
+
+def _same_arrays_twice(obj, params):
+    """A params property must hand out the module's own arrays: gradlab writes
+    parameter values in place, so a copy would make every perturbation vanish."""
+    again = getattr(obj, "params")
+    first = params.values() if isinstance(params, dict) else params
+    second = again.values() if isinstance(again, dict) else again
+    if [id(_param_array(v)) for v in first] != [id(_param_array(v)) for v in second]:
+        raise StudentError(f"{type(obj).__name__}.params returns new arrays each time it is read (copies?); "
+                           "gradlab writes parameter values in place, so it must return the module's own arrays "
+                           "(return self.W, not self.W.copy())")
+
+
+def _param_array(value):
+    field = _param_field(value)
+    return getattr(value, field) if field else value
 
 
 def _is_gradient_name(attr, attrs):
