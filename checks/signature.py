@@ -10,8 +10,6 @@ from gradlab.contract.kinds import LOSS, PROBABILITIES
 from gradlab.execution.subject import accepts_keyword
 from gradlab.contract.suite import Outcome, check
 
-SIGNATURES = {"cross_entropy": "cross_entropy(logits, targets, ignore_index=None)", "softmax": "softmax(x, axis=-1)"}
-
 
 @check("signature", any_of={LOSS, PROBABILITIES}, forms={"function"}, order=2,
        summary="the function accepts every keyword argument of CONTRACT §3's signature (ignore_index, axis)")
@@ -26,9 +24,8 @@ def signature(subject, rng):
     missing = [name for name in keywords if not accepts_keyword(subject, name)]
     if missing:
         name = missing[0]
-        shape = SIGNATURES.get(kind.name, f"{kind.name}(..., {name}=...)")
         raise CheckFailure(f"{kind.name}: your function takes no {name} argument; CONTRACT §3's signature is "
-                           f"{shape}: {keywords[name]}. The other checks ran without it",
+                           f"{kind.signature()}: {keywords[name]}. The other checks ran without it",
                            {"missing": ",".join(missing)})
     shown = ", ".join(keywords) or "no keyword arguments"
     return Outcome(f"accepts {shown}, as CONTRACT §3's signature has it", {"keywords": len(keywords)})

@@ -76,7 +76,11 @@ class KindSpec:
     def keyword_args(self):
         """The keyword arguments of a function kind's signature (CONTRACT §3):
         name -> what it means, for a message when a function takes none."""
-        return _KEYWORDS.get(self.name, {})
+        return _SIGNATURES.get(self.name, ("", {}))[1]
+
+    def signature(self):
+        """A function kind's call as CONTRACT §3 writes it, e.g. "softmax(x, axis=-1)"."""
+        return _SIGNATURES.get(self.name, ("", {}))[0]
 
     def make_input(self, cfg, rng):
         """A forward input for this kind, in cfg.dtype (ids for token kinds)."""
@@ -92,11 +96,12 @@ def linear_d_out(cfg):
     return cfg.get("d_out", cfg.d_ff)
 
 
-# Keyword arguments of the function kinds' signatures (CONTRACT §3) and what they mean.
-_KEYWORDS = {
-    "cross_entropy": {"ignore_index": "targets equal to ignore_index (padding) add nothing to the loss and get a "
-                                      "zero gradient, and the mean is over the other targets"},
-    "softmax": {"axis": "the axis whose entries sum to 1 (default -1, the last)"},
+# Function kinds' signatures (CONTRACT §3), with what each keyword argument means.
+_SIGNATURES = {
+    "cross_entropy": ("cross_entropy(logits, targets, ignore_index=None)",
+                      {"ignore_index": "targets equal to ignore_index (padding) add nothing to the loss and get a "
+                                       "zero gradient, and the mean is over the other targets"}),
+    "softmax": ("softmax(x, axis=-1)", {"axis": "the axis whose entries sum to 1 (default -1, the last)"}),
 }
 
 # Sizes CONTRACT §3 leaves to the module: name -> the axis (counted from the end) of the forward

@@ -414,8 +414,9 @@ def explain(obj, build_ids=None):
     method = getattr(obj, "parameters", None)
     if callable(method) and not isinstance(obj, type):
         try:
-            seen.append(f"parameters() returned {_what(method())}" + ("" if isinstance(method(), dict) else
-                                                                         " (a dict name -> array is needed)"))
+            got = method()
+            seen.append(f"parameters() returned {_what(got)}" + ("" if isinstance(got, dict) else
+                                                                   " (a dict name -> array is needed)"))
         except Exception as e:
             seen.append(f"parameters() raised {type(e).__name__}")
     arrays = {k: v for k, v in attrs.items() if isinstance(v, np.ndarray) and v.dtype.kind == "f"
