@@ -385,3 +385,24 @@ def test_a_params_property_handing_out_copies_is_one_clear_line():
 
     with pytest.raises(StudentError, match=r"Copies\.params returns new arrays each time .*in place"):
         find_slots(Copies())
+
+
+def test_tensor_like_caches_made_by_forward_are_not_parameters():
+    class Tensor:                                     # a mini-autograd's activation: .data and .grad
+        def __init__(self, data):
+            self.data, self.grad = data, None
+
+    class M(Scale):
+        def __init__(self):
+            self.w = Tensor(np.ones(3))
+
+        def forward(self, x):
+            self.out = Tensor(self._fwd(x, self.w.data, 0.0))
+            return self.out.data
+
+        def backward(self, g):
+            self.out.grad = g
+            self.w.grad = self._grads(g)[0]
+            return g
+
+    assert list(discover(M())) == ["w"]

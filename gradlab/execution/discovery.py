@@ -188,6 +188,9 @@ class _Search:
         else:
             self.add(obj, name, value, source)
 
+    def _at_build(self, arr):
+        return self.build_ids is None or id(arr) in self.build_ids
+
     def _params(self, obj, attrs, prefix):
         """Way 1: params dict, or params list aligned with grads. True when it applies."""
         params = attrs.get("params")
@@ -221,17 +224,18 @@ class _Search:
         """Way 3: attribute pairs (w, dw) and Parameter-like attributes."""
         for attr, value in attrs.items():
             if _param_field(value):
-                self._entry(obj, prefix + attr, value, None)
+                if self._at_build(_param_array(value)):       # not a Tensor-like cache made by forward
+                    self._entry(obj, prefix + attr, value, None)
                 continue
             if isinstance(value, (list, tuple, dict)) and value and attr not in KEY_ATTRIBUTES:
                 items = value.items() if isinstance(value, dict) else enumerate(value)
                 for key, item in items:
-                    if _param_field(item):
+                    if _param_field(item) and self._at_build(_param_array(item)):
                         self._entry(obj, f"{prefix}{attr}.{key}", item, None)
                 continue
             if not isinstance(value, np.ndarray) or value.dtype.kind != "f":
                 continue
-            if self.build_ids is not None and id(value) not in self.build_ids:
+            if not self._at_build(value):
                 continue
             gname = _partner(attr, attrs)
             if gname:

@@ -56,6 +56,8 @@ class Subject:
         elif not callable(getattr(module, "step", None)):
             raise StudentError(f"build(cfg) returned {type(module).__name__}, which has no step(params, grads) method")
         self._build_ids[id(module)] = arrays_at_build(module)
+        while len(self._build_ids) > 16:     # it keeps the arrays alive: only the recent modules' are needed
+            self._build_ids.pop(next(iter(self._build_ids)))
         return module
 
     def forward(self, module, x):
