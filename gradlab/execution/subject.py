@@ -78,8 +78,10 @@ class Subject:
             raise CheckSkipped(self.skip_reason()) from None
         if not self.kind.has(INPUT_GRAD):
             return None  # embedding and lm: nothing to return (a returned value is ignored)
+        words = self.kind.symbolic(type(self.kind).input_shape)
         return as_float_array(dx, "backward", self.kind.input_shape(self.cfg),
-                              " (the gradient with respect to forward's input x)")
+                              (f" = {words} from cfg" if words else "")
+                              + " (the gradient with respect to forward's input x)")
 
     def not_implemented(self, error):
         """True (and the module noted as forward-only) when a StudentError from
