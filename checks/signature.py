@@ -1,18 +1,18 @@
-"""`signature`: a function accepts every keyword argument of its CONTRACT §3
-signature (cross_entropy's `ignore_index`, softmax's `axis`). A function that
-lacks one fails here, once, saying what the argument means; the other checks
-still run without it (cross_entropy on targets with no padding), so a missing
-argument is one clear failure rather than errors everywhere."""
+"""`signature`: a loss function accepts every keyword argument of its CONTRACT §3
+signature (cross_entropy's `ignore_index`). A function that lacks one fails
+here, once, saying what the argument means; the other checks still run without
+it (on targets with no padding), so a missing argument is one clear failure
+rather than errors everywhere."""
 import inspect
 
 from gradlab.contract.errors import CheckFailure, CheckSkipped
-from gradlab.contract.kinds import LOSS, PROBABILITIES
+from gradlab.contract.kinds import LOSS
 from gradlab.execution.subject import accepts_keyword
 from gradlab.contract.suite import Outcome, check
 
 
-@check("signature", any_of={LOSS, PROBABILITIES}, forms={"function"}, order=2,
-       summary="the function accepts every keyword argument of CONTRACT §3's signature (ignore_index, axis)")
+@check("signature", needs={LOSS}, forms={"function"}, order=2,
+       summary="the loss function accepts every keyword argument of CONTRACT §3's signature (ignore_index)")
 def signature(subject, rng):
     kind = subject.kind
     keywords = kind.keyword_args()

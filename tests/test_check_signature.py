@@ -1,33 +1,49 @@
-"""`signature`: a function without a keyword argument of its CONTRACT §3 signature
-fails once, saying what the argument means; the other checks run without it."""
+"""`signature`: a loss without a keyword argument of its CONTRACT §3 signature
+fails once, saying what the argument means; the other checks run without it
+(tests/test_seed_articles.py runs the article's cross_entropy_with_grad)."""
 import numpy as np
 import pytest
 
 import gradlab
 
 
-def softmax_no_axis(x):
-    e = np.exp(x - x.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
+def _ce(logits, targets):
+    V = logits.shape[-1]
+    z = logits.reshape(-1, V) - logits.max(-1, keepdims=True).reshape(-1, 1)
+    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    p = np.exp(logp)
+    t = targets.reshape(-1)
+    loss = -logp[np.arange(t.size), t].mean()
+    p[np.arange(t.size), t] -= 1
+    return loss, (p / t.size).reshape(logits.shape)
 
 
-def softmax_dim(x, dim=-1):                      # torch's name for the argument
-    return softmax_no_axis(x)
+def ce_positional_only(logits, targets):
+    return _ce(logits, targets)
 
 
-def softmax_kwargs(x, **kwargs):
-    return softmax_no_axis(x)
+def ce_torch_name(logits, targets, ignore_idx=None):      # a near miss of the contract's name
+    return _ce(logits, targets)
 
 
-@pytest.mark.parametrize("fn, ok", [(softmax_no_axis, False), (softmax_dim, False), (softmax_kwargs, True)],
-                         ids=["no-axis", "dim", "kwargs"])
-def test_softmax_axis(run, fn, ok):
-    result = run("softmax", fn)
+def ce_kwargs(logits, targets, **kwargs):                 # takes ignore_index, and ignores it
+    return _ce(logits, targets)
+
+
+@pytest.mark.parametrize("fn", [ce_positional_only, ce_torch_name], ids=["none", "near-miss"])
+def test_a_missing_ignore_index_is_one_failure(run, fn):
+    result = run("cross_entropy", fn)
     record = result["signature"]
-    assert record.status == ("pass" if ok else "fail"), record.message
-    if not ok:
-        assert "takes no axis argument" in record.message and "softmax(x, axis=-1)" in record.message
-        assert [c.name for c in result.checks if c.status != "pass"] == ["signature"]   # one failure only
+    assert record.status == "fail", record.message
+    assert "takes no ignore_index argument" in record.message
+    assert "cross_entropy(logits, targets, ignore_index=None)" in record.message
+    assert [c.name for c in result.checks if c.status != "pass"] == ["signature"]      # one failure only
+
+
+def test_kwargs_accept_it_and_the_padded_checks_run(run):
+    result = run("cross_entropy", ce_kwargs, ["signature", "reference"])
+    assert result["signature"].status == "pass"
+    assert result["reference"].status == "fail" and "ignore_index" in result["reference"].message   # padding ignored
 
 
 def test_a_callable_without_a_signature_is_skipped_not_passed():
@@ -35,7 +51,7 @@ def test_a_callable_without_a_signature_is_skipped_not_passed():
     from gradlab.execution.loader import registration_for
     from gradlab.execution.runner import config_for, run_one
     from gradlab.execution.subject import Subject
-    _, registration = registration_for(max, "softmax")      # a builtin: no signature Python can read
+    _, registration = registration_for(max, "cross_entropy")   # a builtin: no signature Python can read
     spec = next(c for c in all_checks() if c.name == "signature")
-    record = run_one(spec, Subject(gradlab.KINDS["softmax"], registration, config_for("softmax")), 0)
+    record = run_one(spec, Subject(gradlab.KINDS["cross_entropy"], registration, config_for("cross_entropy")), 0)
     assert record.status == "skip" and "cannot be told" in record.message

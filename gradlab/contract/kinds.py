@@ -96,12 +96,12 @@ def linear_d_out(cfg):
     return cfg.get("d_out", cfg.d_ff)
 
 
-# Function kinds' signatures (CONTRACT §3), with what each keyword argument means.
+# Loss kinds' signatures (CONTRACT §3), with what each keyword argument means. (softmax's `axis` is
+# judged by `reference`, which calls it along every axis.)
 _SIGNATURES = {
     "cross_entropy": ("cross_entropy(logits, targets, ignore_index=None)",
                       {"ignore_index": "targets equal to ignore_index (padding) add nothing to the loss and get a "
                                        "zero gradient, and the mean is over the other targets"}),
-    "softmax": ("softmax(x, axis=-1)", {"axis": "the axis whose entries sum to 1 (default -1, the last)"}),
 }
 
 # Sizes CONTRACT §3 leaves to the module: name -> the axis (counted from the end) of the forward

@@ -20,8 +20,8 @@ class Softmax:
 
 
 class Adam:
-    def __init__(self, lr, betas=(0.9, 0.999), eps=1e-8):
-        self.lr, (self.b1, self.b2), self.eps = lr, betas, eps
+    def __init__(self, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+        self.lr, (self.b1, self.b2), self.eps, self.wd = lr, betas, eps, weight_decay
         self.m, self.v, self.t = None, None, 0
 
     def step(self, params, grads):
@@ -31,6 +31,7 @@ class Adam:
             self.v = [np.zeros_like(p) for p in values]
         self.t += 1
         for i, (p, g) in enumerate(zip(values, gradients)):
+            g = g + self.wd * p                         # torch.optim.Adam's (coupled) L2 weight decay
             self.m[i] = self.b1 * self.m[i] + (1 - self.b1) * g
             self.v[i] = self.b2 * self.v[i] + (1 - self.b2) * g * g
             p -= self.update(i)
@@ -46,4 +47,4 @@ gradlab.register("softmax")(Softmax())
 
 @gradlab.register("adam")
 def build(cfg):
-    return Adam(cfg.lr, (cfg.beta1, cfg.beta2), cfg.eps)
+    return Adam(cfg.lr, (cfg.beta1, cfg.beta2), cfg.eps, cfg.weight_decay)

@@ -24,4 +24,4 @@ gradlab.register("softmax")(NoMax())
 
 @gradlab.register("adam")
 def build(cfg):
-    return EpsInside(cfg.lr, (cfg.beta1, cfg.beta2), cfg.eps)
+    return EpsInside(cfg.lr, (cfg.beta1, cfg.beta2), cfg.eps, cfg.weight_decay)
