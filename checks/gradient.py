@@ -32,10 +32,14 @@ import numpy as np
 
 from gradlab.diagnosis import backward_variants
 from gradlab.diagnosis import causes as diagnosis
-from gradlab.contract.errors import CheckFailure, StudentError
+from gradlab.contract.errors import CannotJudge, CheckFailure, StudentError
+from gradlab.contract.numbers import distinct
 from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, LOSS, TOKEN_IDS
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.numerics.engine import EPS, Engine, Tensor, eps_of, random_direction
+from gradlab.numerics.repeatable import require_repeatable
+from gradlab.numerics.tolerance import (NOISE_CANNOT_JUDGE, TWIN_MATCH, division_idiom, idiom_allowance,
+                                        idiom_row_bound)
 from gradlab.contract.records import heatmap, table
 from gradlab.execution.subject import (IGNORE_INDEX, Subject, accepts_keyword, call_cross_entropy, loss_inputs,
                                       randomize_params, with_ignored)
@@ -44,7 +48,6 @@ from gradlab.contract.suite import Outcome, check
 FULL_MAP_MAX_ELEMENTS = 2048   # per-element map (2 forwards per element) up to this size; bisection above
 MAX_LOCALISED = 3              # failing tensors whose elements are localised (the worst first)
 MAX_RESAMPLES = 3              # new inputs drawn after a kink
-TWIN_MATCH = 1e-3              # float64 copy's output must match the float32 module's to this fraction
 
 
 class Problem:
@@ -58,6 +61,8 @@ class Problem:
         self.context = context        # for gradlab.diagnosis.causes
         self.label = label            # e.g. " with ignore_index=0"
         self.f0 = None                # f at the unperturbed point, when already known
+        self.idiom = None             # dirs -> a sound idiom's allowance along dirs (None: the engine's default)
+        self.strict = None            # dirs -> dirs along which no sound idiom can move f (loss kinds)
 
 
 def _eps(*arrays):
@@ -110,6 +115,7 @@ class ModuleSetup:
         self.slots = subject.slots(self.module)
         self.calls = 0
         self.verified = False
+        self.repeated = False   # forward's repeatability verified (once per check)
         if self.slots:
             randomize_params(self.slots, FastNormals(rng, sum(sl.value.size for sl in self.slots)))
         else:
@@ -127,6 +133,10 @@ class ModuleSetup:
         # perturb, the diagnosis' context), and a forward that edits x in place would otherwise move that
         # point between calls; input_mutation names the in-place edit.
         out = s.forward(self.module, x.copy())
+        if not self.repeated:     # the precondition of finite differences: f is a function of its input
+            require_repeatable("forward", out, s.forward(self.module, x.copy()), "the gradient")
+            self.repeated = True
+            self.calls += 1
         g = FastNormals(rng).standard_normal(out.shape).astype(out.dtype)   # the g backward sees...
         g64 = g.astype(np.float64)                               # ...is exactly the g in f
         dx = s.backward(self.module, g.copy())
@@ -171,6 +181,11 @@ class ModuleSetup:
         terms = out.astype(np.float64) * g64
         f_abs = float(np.sum(np.abs(terms)))
         problem = Problem(tensors, f, f_abs, eps_num, eps_an, numerics, context)
+        # a softmax normalised by (sum + eps), eps <= IDIOM_EPS, moves every gradient by eps / sum of itself:
+        # its kept weights show how much (0 for modules that keep none, or whose rows sum to 1)
+        shortfall = division_idiom(getattr(self.module, "attn_weights", None)) if kind.has(ATTN_WEIGHTS) else 0.0
+        problem.idiom = lambda dirs: idiom_allowance([t.analytical * d for t, d in zip(tensors, dirs)
+                                                      if d is not None], shortfall)
         if self.twin is None:
             problem.f0 = float(np.sum(terms))    # exactly what f() computes at the unperturbed point
         return problem
@@ -238,6 +253,7 @@ class LossSetup:
         self.subject, self.ignore_index = subject, ignore_index
         self.note = None
         self.calls = 0
+        self.repeated = False
 
     def problem(self, rng):
         s, cfg = self.subject, self.subject.cfg
@@ -251,6 +267,11 @@ class LossSetup:
         # otherwise move the point the numerics perturb; input_mutation names that bug.
         loss, grad = call_cross_entropy(s, logits.copy(), targets.copy(), self.ignore_index)
         self.calls += 1
+        if not self.repeated:
+            again = call_cross_entropy(s, logits.copy(), targets.copy(), self.ignore_index)[0]
+            require_repeatable("the loss", np.float64(loss), np.float64(again), "its gradient")
+            self.repeated = True
+            self.calls += 1
         arr, eps_num, numerics = logits, _eps(logits, grad), None
         if eps_num > EPS["float64"]:
             logits64 = logits.astype(np.float64)
@@ -277,7 +298,40 @@ class LossSetup:
         tensors = [Tensor("logits", arr, grad.astype(np.float64))]
         # grad was computed from `logits`: a float32 computation stays float32-accurate even when a
         # division by an int64 count promotes the returned array to float64
-        return Problem(tensors, f, f_abs, eps_num, _eps(logits, grad), numerics, context, label)
+        problem = Problem(tensors, f, f_abs, eps_num, _eps(logits, grad), numerics, context, label)
+        problem.idiom, problem.strict = _loss_idiom(logits, targets, ignore, tensors[0].analytical)
+        return problem
+
+
+def _loss_idiom(logits, targets, ignore, analytical):
+    """A sound eps inside the log (log(p + eps), clip(p, eps, 1), eps <= IDIOM_EPS) scales the derivative
+    of row r's loss by p_r / (p_r + eps): each row of grad_logits may be off by the fraction
+    bound_r = eps / p_r, as a whole. Two consequences, one per returned function:
+    - idiom(dirs): along any direction, that is at most sum_r bound_r |<a_r, d_r>|;
+    - strict(dirs): d with each counted row made orthogonal to the student's own row a_r, along which
+      a whole-row scale moves nothing: there no allowance is needed, and one element off by a
+      relative 1e-4 is caught as sharply as without any idiom."""
+    V = logits.shape[-1]
+    z = logits.astype(np.float64).reshape(-1, V)
+    t = np.asarray(targets).reshape(-1)
+    keep = np.ones(t.shape, bool) if ignore is None else t != ignore
+    logp = z - z.max(axis=1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
+    bound = np.where(keep, idiom_row_bound(np.exp(logp[np.arange(t.size), np.where(keep, t, 0)])), 0.0)
+    a = analytical.reshape(-1, V)
+    norms = (a * a).sum(axis=1)
+    project = keep & (norms > 0)
+
+    def idiom(dirs):
+        d = dirs[0]
+        return 0.0 if d is None else float(np.sum(bound * np.abs((a * d.reshape(-1, V)).sum(axis=1))))
+
+    def strict(dirs):
+        d = dirs[0].reshape(-1, V)
+        along = np.where(project, (a * d).sum(axis=1) / np.where(project, norms, 1.0), 0.0)
+        return [(d - along[:, None] * a).reshape(dirs[0].shape)]
+
+    return idiom, strict
 
 
 def loss_diagnosis(kind, grad, context):
@@ -411,9 +465,18 @@ def judge(subject, setup, rng):
     while True:
         problem = setup.problem(rng)
         engine = Engine(problem.f, problem.tensors, problem.eps_numeric, problem.eps_analytical, problem.f_abs,
-                        f0=problem.f0)
+                        f0=problem.f0, idiom=problem.idiom)
         dirs = split_direction(rng, problem.tensors)
-        joint = engine.directional(dirs)
+        if problem.strict is not None:
+            # first where no sound idiom can move f (sharp), then anywhere (with the idiom's allowance)
+            sharp = problem.strict(dirs)
+            joint = engine.directional(sharp)
+            if joint.ok:
+                joint = engine.directional(dirs)
+            else:
+                dirs = sharp
+        else:
+            joint = engine.directional(dirs)
         if joint.kinky and resamples < MAX_RESAMPLES:
             kink_at.append(f"slope jump {joint.kink:.3g}")
             resamples += 1
@@ -428,6 +491,12 @@ def judge(subject, setup, rng):
                  f"e.g. ReLU at exactly 0 or a tie in a max) made finite differences meaningless there"
                  if resamples else "")
     float_note = "" if problem.numerics == "float64" else f"; numerical side in {problem.numerics}"
+    if joint.relative_tolerance > NOISE_CANNOT_JUDGE:
+        raise CannotJudge(
+            f"finite differences of the objective{problem.label} are drowned in noise: they allow an error of "
+            f"{joint.relative_tolerance:.2g} of the gradient's size (numerical side in {problem.numerics}), "
+            f"more than the {NOISE_CANNOT_JUDGE:g} within which a verdict means something. Is the output rounded "
+            "or computed in a precision too coarse for finite differences (float16)?")
     if joint.ok:
         metrics["module_calls"] = calls + engine.calls + setup.calls
         rows = [{"tensor": n, "shape": list(t.array.shape), "error": None, "tolerance": None, "ok": True,
@@ -448,11 +517,10 @@ def judge(subject, setup, rng):
     bad = sorted((i for i, r in enumerate(per) if not r.ok and not r.kinky), key=lambda i: -per[i].error)
     if not bad:
         if joint.kinky:
-            raise CheckFailure(
-                f"{kind.name}: the objective{problem.label} is not smooth at any of the {resamples + 1} inputs "
+            raise CannotJudge(
+                f"the objective{problem.label} is not smooth at any of the {resamples + 1} inputs "
                 f"tried (a kink along the test direction, slope jump {joint.kink:.3g}), so finite differences "
-                "cannot judge the gradient: does forward round, cast to int, or use a step function?",
-                {**metrics, "module_calls": calls + engine.calls})
+                "cannot judge the gradient: does forward round, cast to int, or use a step function?")
         # The joint disagreement is not confirmed by any tensor on its own: within the noise. Pass, noted.
         metrics.update({"module_calls": calls + engine.calls + setup.calls, "unconfirmed_joint_ratio":
                         abs(joint.residual) / joint.tolerance})
@@ -491,8 +559,9 @@ def judge(subject, setup, rng):
     how, elements, info = located[first]
     if elements:
         e = elements[0]
+        ta, tn = distinct(e.analytical, e.numerical)
         detail = (f"worst at index {_index_text(kind, cfg, t.name, t.array.shape, e.index)}: analytical "
-                  f"{e.analytical:.6g}, numerical {e.numerical:.6g} (tolerance {e.tolerance:.2g})")
+                  f"{ta}, numerical {tn} (tolerance {e.tolerance:.2g})")
         offending = [e for e in elements if e.error > e.tolerance]
         if how == "map" and len(offending) > 1:
             n_bad = int(np.sum(np.abs(t.analytical - info.numerical) > info.tolerance))
@@ -500,7 +569,8 @@ def judge(subject, setup, rng):
         elif how == "bisection" and info.widespread:
             detail += f"; the error is spread over many elements (at least {info.groups_failed} groups fail)"
     else:
-        detail = (f"along a random direction: analytical {r.analytical:.6g}, numerical {r.numerical:.6g} "
+        ta, tn = distinct(r.analytical, r.numerical)
+        detail = (f"along a random direction: analytical {ta}, numerical {tn} "
                   f"(tolerance {r.tolerance:.2g}); no single element stands out, the error is spread thinly")
     others = [names[i] for i in bad[1:]]
     also = f"; also wrong: {', '.join(repr(o) for o in others)}" if others else ""

@@ -13,7 +13,9 @@ import math
 import numpy as np
 
 from gradlab.diagnosis.causes import factor_pattern, position_pattern
+from gradlab.diagnosis.matcher import name_cause
 from gradlab.contract.errors import CheckFailure
+from gradlab.contract.numbers import distinct
 from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILITIES, TOKEN_IDS
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.contract.records import heatmap, table
@@ -21,17 +23,18 @@ from gradlab.execution.subject import (IGNORE_INDEX, accepts_keyword, call_cross
                                       with_ignored)
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.weights import load_reference, named_params, random_reference
+from gradlab.numerics.repeatable import require_repeatable
+from gradlab.numerics.tolerance import IDIOM_EPS, idiom_row_bound, tolerance
 
-# |student - reference| <= TOLERANCE * (largest |reference| entry). The reference
-# is computed in float64 from the very numbers the student gets, so float32
-# students are judged by float32's own rounding, not by a second rounding.
-TOLERANCE = {"float64": 1e-9, "float32": 5e-5}
+# |student - reference| <= atol + rtol * (largest |reference| entry), rtol and atol from the
+# "forward" row of gradlab.numerics.tolerance. The reference is computed in float64 from the very
+# numbers the student gets, so float32 students are judged by float32's own rounding, not by a
+# second rounding; by the coarsest float the student actually computed in (a module that works
+# in float32 whatever cfg.dtype says is correct, and judged by float32 rounding).
 
 
 def _tolerance(cfg, *outputs):
-    """By the coarsest float the student actually computed in: a module that works
-    in float32 whatever cfg.dtype says is correct, and judged by float32 rounding."""
-    return max(TOLERANCE.get(a.dtype.name, TOLERANCE["float32"]) for a in (np.empty(0, cfg.np_dtype), *outputs))
+    return tolerance("forward", cfg.np_dtype, *outputs)
 
 
 @check("reference", any_of={DIFFERENTIABLE, PROBABILITIES}, forms={"module", "function"}, order=30,
@@ -57,45 +60,56 @@ def _module(subject, rng):
     # the student gets a copy: a forward that edits x in place would otherwise move the reference's input
     # too, and the report would blame the output; input_mutation names the in-place edit
     out = subject.forward(module, x.copy())
+    attn_first = getattr(module, "attn_weights", None)
+    attn_first = attn_first.copy() if isinstance(attn_first, np.ndarray) else None
+    require_repeatable("forward", out, subject.forward(module, x.copy()), "its output against the reference")
     tol = _tolerance(cfg, out)
     got = out.astype(np.float64)
     want = ref.forward(x if kind.has(TOKEN_IDS) else x.astype(np.float64))
     rows = [_row("output", got, want, tol)]
     attn_note = ""
     if kind.has(ATTN_WEIGHTS):
-        theirs = getattr(module, "attn_weights", None)
+        theirs = attn_first
         if isinstance(theirs, np.ndarray) and theirs.shape == ref.attn_weights.shape:
             rows.append(_row("attn_weights", theirs.astype(np.float64), ref.attn_weights, tol))
             a = rows[-1]
+            ta, tr = distinct(a["got"], a["reference"])
             attn_note = ("; attn_weights match the reference, so the difference arises after the softmax "
                          "(attn_weights @ V, merging the heads, out_weight)" if a["ok"] else
                          f"; attn_weights already differ (worst at (batch, head, query, key) {tuple(a['worst'])}: "
-                         f"got {a['got']:.6g}, reference {a['reference']:.6g}), so look before the softmax")
-    metrics = {"max_error": rows[0]["error"], "tolerance": tol, "weights": how}
+                         f"got {ta}, reference {tr}), so look before the softmax")
+    metrics = {"max_error": rows[0]["error"], "tolerance": rows[0]["tolerance"], "weights": how}
     details = {"views": [table("per-output error (relative to the output's scale)", rows),
                          _heatmap(got, want, rows[0])]}
     if rows[0]["ok"]:
-        return Outcome(f"matches the reference to {rows[0]['error']:.1e} (tolerance {tol:.0e}); weights copied {how}",
-                       metrics, details)
+        return Outcome(f"matches the reference to {rows[0]['error']:.1e} of its scale ({tol.describe()}); "
+                       f"weights copied {how}", metrics, details)
     r = rows[0]
     where = _where(r["worst"], ["batch", "time", "vocab" if kind.name == "lm" else "dim"])
-    hint = _explain(kind, cfg, ref, x, got, want, r["scale"] * tol)
+    hint = _explain(kind, cfg, ref, x, got, want, r["allowed"])
+    tg, tr = distinct(r["got"], r["reference"])
     raise CheckFailure(
         f"{kind.name}: forward output differs from gradlab's reference with the same weights: worst at {where}: "
-        f"got {r['got']:.6g}, reference {r['reference']:.6g} (|diff| {r['abs_error']:.2e}, tolerance "
-        f"{tol:.0e} x output scale {r['scale']:.3g}){attn_note}" + (f"; {hint}" if hint else ""),
+        f"got {tg}, reference {tr} (|diff| {r['abs_error']:.2e}, allowed {r['allowed']:.1e}: {tol.describe()} "
+        f"of the output scale {r['scale']:.3g}){attn_note}" + (f"; {hint}" if hint else ""),
         metrics, details)
 
 
-def _row(name, got, want, tol):
+def _row(name, got, want, tol, allow=0.0):
+    """One compared output. tol: a Tol; allow: an extra allowance (absolute, per element or one
+    number) for what a sound idiom can change, e.g. eps inside a log. "ratio": the error in
+    multiples of what is allowed (<= 1 passes)."""
     err = np.abs(got - want)
-    scale = max(float(np.abs(want).max(initial=0.0)), 1e-12)
-    k = int(np.argmax(err))
+    scale = float(np.abs(want).max(initial=0.0))
+    allowed = tol.allowed(scale) + np.asarray(allow, dtype=np.float64)
+    ratio = np.broadcast_to(np.where(np.isnan(err), np.inf, err / np.maximum(allowed, 1e-300)), err.shape)
+    k = int(np.argmax(ratio)) if ratio.size else 0
     worst = tuple(int(i) for i in np.unravel_index(k, err.shape)) if err.ndim else ()
-    return {"output": name, "shape": list(np.shape(want)), "error": float(err.max(initial=0.0)) / scale,
-            "tolerance": tol, "ok": bool(float(err.max(initial=0.0)) <= tol * scale), "worst": list(worst),
+    return {"output": name, "shape": list(np.shape(want)), "error": float(err.max(initial=0.0)) / max(scale, 1e-300),
+            "tolerance": tol.rtol, "ok": bool(float(ratio.max(initial=0.0)) <= 1.0), "worst": list(worst),
             "got": float(np.ravel(got)[k]), "reference": float(np.ravel(want)[k]),
-            "abs_error": float(err.max(initial=0.0)), "scale": scale}
+            "abs_error": float(np.ravel(err)[k]), "scale": scale,
+            "allowed": float(np.ravel(np.broadcast_to(allowed, err.shape))[k]), "ratio": float(np.ravel(ratio)[k])}
 
 
 def _where(index, axes):
@@ -114,22 +128,12 @@ def _heatmap(got, want, row):
 
 
 def _explain(kind, cfg, ref, x, got, want, atol):
-    """The likely cause in words, or "" when no known pattern fits."""
-    err_ref = float(np.abs(got - want).max())
-    best = None
-    for hint, variant in VARIANTS.get(kind.name, ()):
-        try:
-            with np.errstate(all="ignore"):
-                out = np.asarray(variant(ref, x if kind.has(TOKEN_IDS) else x.astype(np.float64), cfg))
-        except (ValueError, IndexError, FloatingPointError):
-            continue
-        if out.shape != got.shape:
-            continue
-        err = float(np.abs(got - out).max())
-        if best is None or err < best[0]:
-            best = (err, hint)
-    if best is not None and best[0] <= max(10 * atol, 1e-3 * err_ref):
-        return best[1]
+    """The likely cause in words, or "" when no known pattern fits. atol: what the comparison allows."""
+    inp = x if kind.has(TOKEN_IDS) else x.astype(np.float64)
+    hint = _best_variant(got, [(h, (lambda v: lambda: v(ref, inp, cfg))(v)) for h, v in VARIANTS.get(kind.name, ())],
+                         atol, float(np.abs(got - want).max()))
+    if hint:
+        return hint
     hint = factor_pattern(got, want, cfg, what="your output")
     if hint:
         return hint
@@ -323,14 +327,16 @@ def _softmax(subject, rng):
     cfg = subject.cfg
     x = (2 * rng.standard_normal(subject.kind.input_shape(cfg))).astype(cfg.np_dtype)
     out = call_softmax(subject, x.copy())   # a copy: a softmax that edits x in place is input_mutation's finding
+    require_repeatable("softmax(x)", out, call_softmax(subject, x.copy()), "its output against the reference")
     tol = _tolerance(cfg, out)
     got = out.astype(np.float64)
     want = reference_impl().get(subject.kind.name).target(x.astype(np.float64))
     row = _row("softmax(x)", got, want, tol)
     details = {"views": [table("per-output error", [row]), _heatmap(got, want, row)]}
-    metrics = {"max_error": row["error"], "tolerance": tol}
+    metrics = {"max_error": row["error"], "tolerance": tol.rtol}
     if row["ok"]:
-        return Outcome(f"matches the reference to {row['error']:.1e} (tolerance {tol:.0e})", metrics, details)
+        return Outcome(f"matches the reference to {row['error']:.1e} of its scale ({tol.describe()})", metrics,
+                       details)
     x64 = x.astype(np.float64)
     variants = [
         ("your softmax normalises over axis 0 (the batch); it must normalise over the last axis (axis=-1)",
@@ -341,11 +347,12 @@ def _softmax(subject, rng):
         ("your softmax returns exp(x) without dividing by the row sum", lambda: np.exp(x64)),
         ("your softmax returns log-probabilities (log_softmax)", lambda: np.log(_sm(x64, -1))),
     ]
-    hint = _best_variant(got, variants, row["scale"] * tol, row["abs_error"]) \
+    hint = _best_variant(got, variants, row["allowed"], float(np.abs(got - want).max())) \
         or factor_pattern(got, want, cfg, what="your softmax") or ""
     where = _where(row["worst"], ["batch", "time", "class"])
-    raise CheckFailure(f"softmax: output differs from the reference at {where}: got {row['got']:.6g}, reference "
-                       f"{row['reference']:.6g} (tolerance {tol:.0e})" + (f"; {hint}" if hint else ""),
+    tg, tr = distinct(row["got"], row["reference"])
+    raise CheckFailure(f"softmax: output differs from the reference at {where}: got {tg}, reference "
+                       f"{tr} ({tol.describe()})" + (f"; {hint}" if hint else ""),
                        metrics, details)
 
 
@@ -355,43 +362,54 @@ def _sm(x, axis):
 
 
 def _best_variant(got, variants, atol, err_ref):
-    best = None
+    """The hint of the variant that reproduces `got` to atol (the comparison's own allowance),
+    by the one known-bug matcher; err_ref: the correct reference's max |difference|."""
+    candidates = []
     for hint, fn in variants:
-        with np.errstate(all="ignore"):
-            out = np.asarray(fn(), dtype=np.float64)
+        try:
+            with np.errstate(all="ignore"):
+                out = np.asarray(fn(), dtype=np.float64)
+        except (ValueError, IndexError, FloatingPointError):
+            continue
         if out.shape != np.shape(got) or not np.isfinite(out).all():
             continue
-        err = float(np.abs(np.asarray(got) - out).max())
-        if best is None or err < best[0]:
-            best = (err, hint)
-    if best is not None and best[0] <= max(10 * atol, 1e-3 * err_ref):
-        return best[1]
-    return None
+        candidates.append((hint, float(np.abs(np.asarray(got) - out).max()) / atol, err_ref / atol))
+    return name_cause(candidates)
 
 
 # ---- cross-entropy ------------------------------------------------------------
 
 def _loss(subject, rng):
-    """Loss and grad_logits, without and with ignore_index, against the reference."""
+    """Loss and grad_logits, without and with ignore_index, against the reference.
+
+    A sound guard inside the log (np.log(p + eps), np.clip(p, eps, 1)) with eps up to IDIOM_EPS
+    changes row r's loss by at most eps / p[target] and its gradient by that fraction: allowed,
+    per row, from the reference's own probabilities on this input."""
     kind, cfg = subject.kind, subject.cfg
-    tol = _tolerance(cfg)
     ref_fn = reference_impl().get(kind.name).target
     logits, targets = loss_inputs(subject, rng)
     padded = with_ignored(targets, rng)
-    rows, failures = [], []
+    runs = []
     padding = accepts_keyword(subject, "ignore_index")    # without it: unpadded targets only (see `signature`)
     for ignore, tg in ((None, targets), (IGNORE_INDEX, padded))[:2 if padding else 1]:
         loss, grad = call_cross_entropy(subject, logits.copy(), tg.copy(), ignore)   # copies: see _softmax
-        tol = max(tol, _tolerance(cfg, grad))
+        runs.append((ignore, tg, loss, grad))
+    require_repeatable("cross_entropy(logits, targets)", np.float64(runs[0][2]),
+                       np.float64(call_cross_entropy(subject, logits.copy(), targets.copy())[0]),
+                       "its loss against the reference")
+    tol = _tolerance(cfg, logits, *[grad for *_, grad in runs])
+    rows, failures = [], []
+    for ignore, tg, loss, grad in runs:
         want_loss, want_grad = ref_fn(logits.astype(np.float64), tg, ignore_index=ignore)
+        loss_allow, grad_allow = _idiom_allowance(logits, tg, ignore, want_grad)
         suffix = "" if ignore is None else f" with ignore_index={ignore}"
-        for name, got, want in ((f"loss{suffix}", np.float64(loss), np.float64(want_loss)),
-                                (f"grad_logits{suffix}", grad.astype(np.float64), want_grad)):
-            row = _row(name, got, want, tol)
+        for name, got, want, allow in ((f"loss{suffix}", np.float64(loss), np.float64(want_loss), loss_allow),
+                                       (f"grad_logits{suffix}", grad.astype(np.float64), want_grad, grad_allow)):
+            row = _row(name, got, want, tol, allow)
             rows.append(row)
             if not row["ok"]:
                 failures.append((row, ignore, tg, loss, grad))
-    metrics = {"max_error": max(r["error"] for r in rows), "tolerance": tol}
+    metrics = {"max_error": max(r["error"] for r in rows), "tolerance": tol.rtol}
     grad_rows = [r for r in rows if r["output"].startswith("grad")]
     worst_grad = max(grad_rows, key=lambda r: r["error"])
     details = {"views": [table("per-output error (relative to each output's scale)", rows),
@@ -400,18 +418,38 @@ def _loss(subject, rng):
         which = "with and without ignore_index" if padding else \
             "on targets without padding (your function takes no ignore_index: see the signature check)"
         return Outcome(f"loss and grad_logits match the reference, {which} "
-                       f"(max error {metrics['max_error']:.1e}, tolerance {tol:.0e})", metrics, details)
+                       f"(max error {metrics['max_error']:.1e} of their scale; {tol.describe()}, and "
+                       f"{IDIOM_EPS:.0e} / p[target] per row for an eps inside the log)", metrics, details)
     row, ignore, tg, loss, grad = failures[0]
     x64 = logits.astype(np.float64)
     hint = _ce_hint(row, x64, tg, ignore, np.float64(loss), grad.astype(np.float64), cfg)
+    tg_, tr = distinct(row["got"], row["reference"])
     if row["output"].startswith("loss"):
-        what = f"{row['output']} is {row['got']:.8g}, reference {row['reference']:.8g}"
+        what = f"{row['output']} is {tg_}, reference {tr}"
     else:
         what = (f"{row['output']} differs at {_where(row['worst'], ['batch', 'time', 'class'])}: got "
-                f"{row['got']:.6g}, reference {row['reference']:.6g}")
+                f"{tg_}, reference {tr}")
     others = [r["output"] for r, *_ in failures[1:]]
-    raise CheckFailure(f"cross_entropy: {what} (tolerance {tol:.0e})" + (f"; {hint}" if hint else "")
+    raise CheckFailure(f"cross_entropy: {what} (|diff| {row['abs_error']:.2e}, allowed {row['allowed']:.1e})"
+                       + (f"; {hint}" if hint else "")
                        + (f"; also wrong: {', '.join(others)}" if others else ""), metrics, details)
+
+
+def _idiom_allowance(logits, targets, ignore, want_grad):
+    """(loss allowance, grad_logits allowance per element): what eps <= IDIOM_EPS inside the log can
+    change on this input. Row r: the loss term by log(1 + eps / p_r) <= eps / p_r, averaged like the
+    loss; its gradient (differentiated exactly, with the eps) by the fraction eps / (p_r + eps)."""
+    V = logits.shape[-1]
+    z = logits.astype(np.float64).reshape(-1, V)
+    t = np.asarray(targets).reshape(-1)
+    keep = np.ones(t.shape, bool) if ignore is None else t != ignore
+    logp = z - z.max(axis=1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
+    p_t = np.exp(logp[np.arange(t.size), np.where(keep, t, 0)])
+    bound = np.where(keep, idiom_row_bound(p_t), 0.0)
+    loss_allow = float(bound.sum()) / max(int(keep.sum()), 1)
+    grad_allow = (np.abs(want_grad).reshape(-1, V) * bound[:, None]).reshape(want_grad.shape)
+    return loss_allow, grad_allow
 
 
 def _heatmap_ce(subject, logits, failures, worst_grad):
@@ -461,16 +499,17 @@ def _ce_variants(logits, targets, ignore):
 
 
 def _ce_hint(row, logits, targets, ignore, loss, grad, cfg):
-    got_loss, got_grad = float(loss), grad
-    best = None
+    """The known cross-entropy mistake that reproduces the wrong output (loss or grad_logits) to the
+    comparison's own allowance, by the one known-bug matcher."""
+    key = "loss" if row["output"].startswith("loss") else "grad"
+    got = float(loss) if key == "loss" else grad
+    candidates = []
     for hint, (vl, vg) in _ce_variants(logits, targets, ignore):
-        key = "loss" if row["output"].startswith("loss") else "grad"
-        err = abs(got_loss - vl) / max(abs(vl), 1e-12) if key == "loss" \
-            else float(np.abs(got_grad - vg).max()) / max(float(np.abs(vg).max()), 1e-12)
-        if best is None or err < best[0]:
-            best = (err, hint)
-    if best is not None and best[0] <= max(10 * row["tolerance"], 1e-3 * row["error"]):
-        return best[1]
-    if row["output"].startswith("loss"):
+        err = abs(got - vl) if key == "loss" else float(np.abs(got - vg).max())
+        candidates.append((hint, err / row["allowed"], row["ratio"]))
+    hint = name_cause(candidates)
+    if hint:
+        return hint
+    if key == "loss":
         return factor_pattern(np.float64(row["got"]), np.float64(row["reference"]), cfg, what="your loss")
     return None

@@ -6,7 +6,7 @@ import pytest
 
 import gradlab
 from gradlab.checks import gradient as gradient_check
-from gradlab.contract.errors import CheckFailure
+from gradlab.contract.errors import CannotJudge, CheckFailure
 from gradlab.contract.kinds import DIFFERENTIABLE, KINDS, get_kind
 from gradlab.execution.loader import load, reference
 from gradlab.execution.runner import config_for, rng_for
@@ -154,7 +154,8 @@ def test_kinks_at_every_input_are_reported_as_such(zoo):
         return x
 
     subject.make_input = make_input
-    with pytest.raises(CheckFailure, match="not smooth at any of the 4 inputs"):
+    # a check that cannot judge is an error, never a pass, and never a wrong-gradient verdict either
+    with pytest.raises(CannotJudge, match="cannot judge: the objective is not smooth at any of the 4 inputs"):
         gradient_check.gradient(subject, rng_for(0, "gradient"))
 
 

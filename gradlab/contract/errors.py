@@ -34,3 +34,12 @@ class CheckFailure(GradlabError):
 class CheckSkipped(GradlabError):
     """A check cannot say anything about this module (e.g. names that cannot be
     mapped to the reference); the message says what would make it run."""
+
+
+class CannotJudge(StudentError):
+    """A check's precondition does not hold (forward not repeatable, finite differences
+    drowned in noise, a probe that could not run), so it can say nothing either way. Recorded
+    as 'error' like any StudentError, never as a pass; the message starts "cannot judge: "."""
+
+    def __init__(self, reason, *, where=None):
+        super().__init__(f"cannot judge: {reason}", where=where)

@@ -32,13 +32,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gradlab.numerics.tolerance import ANALYTICAL_ROUNDING, ELEMENT_ROUNDING, SAFETY, eps_of  # noqa: F401 (eps_of: re-exported)
+
 EPS = {"float64": float(np.finfo(np.float64).eps), "float32": float(np.finfo(np.float32).eps),
        "float16": float(np.finfo(np.float16).eps)}
 
 DIRECTION_FLOOR = 0.5        # |d_i| >= this: no element hides behind a near-zero component
-SAFETY = 10.0                # tolerance = SAFETY x the measured numerical error
-ANALYTICAL_ROUNDING = 8.0    # the analytical side may be off by this x eps x (sum|a_i d_i| + 4 max|a| |d|)
-ELEMENT_ROUNDING = 64.0      # per element: this x eps(analytical) x the tensor's largest gradient
+# SAFETY, ANALYTICAL_ROUNDING, ELEMENT_ROUNDING: gradlab.numerics.tolerance (the one table)
 STEP = {"float64": 3e-6, "float32": 3e-3}          # first directional step, by numerics dtype
 ELEMENT_STEP = {"float64": 1e-6, "float32": 3e-3}  # per-element step (relative to max(1, |value|))
 TARGET_RESOLUTION = 1e-5     # shrink the step once if one typical element's error of this size would hide
@@ -46,13 +46,6 @@ KINK_FRACTION = 0.1          # a kink explains a failure when its jump is >= thi
 KINK_NOISE = 20.0            # ... and clearly above the noise
 NOISE_CAP = 100.0            # f's measured rounding noise is trusted up to this x eps * sum|terms|
 MAX_GROUPS = 4               # bisection follows at most this many failing groups per level
-
-
-_EPS_BY_DTYPE = {np.dtype(name): value for name, value in EPS.items()}
-
-
-def eps_of(dtype):
-    return _EPS_BY_DTYPE.get(dtype if isinstance(dtype, np.dtype) else np.dtype(dtype), EPS["float32"])
 
 
 _POOL_SIZE = 1 << 16
@@ -173,11 +166,15 @@ class Engine:
     f0: f() at the unperturbed arrays, if the caller already has it (computed exactly as f() would);
     eps_numeric: the rounding unit of f's arithmetic (the dtype the numerics run in);
     eps_analytical: that of the analytical gradients (the student's dtype);
-    f_abs: the size of the terms summed into f (e.g. sum |out * g|), for a floor on f's noise.
+    f_abs: the size of the terms summed into f (e.g. sum |out * g|), for a floor on f's noise;
+    idiom: dirs -> an extra allowance along dirs for what a sound numerical idiom in f may change (the
+    gradient check passes gradlab.numerics.tolerance's; default none: the engine itself is exact maths).
     """
 
-    def __init__(self, f, tensors, eps_numeric, eps_analytical, f_abs, step=None, element_step=None, f0=None):
+    def __init__(self, f, tensors, eps_numeric, eps_analytical, f_abs, step=None, element_step=None, f0=None,
+                 idiom=None):
         self._f = f
+        self._idiom = idiom or (lambda dirs: 0.0)
         self.tensors = tensors
         self.eps_numeric = eps_numeric
         self.eps_analytical = eps_analytical
@@ -236,7 +233,7 @@ class Engine:
             # those errors add up like a random walk, hence the norm of d
             rounding += part + 4 * float(np.max(np.abs(t.analytical), initial=0.0)) * float(np.sqrt(np.sum(d * d)))
             count += int(np.count_nonzero(d))
-        self._rounding = ANALYTICAL_ROUNDING * self.eps_analytical * rounding
+        self._rounding = ANALYTICAL_ROUNDING * self.eps_analytical * rounding + self._idiom(dirs)
         result = self._directional(dirs, h, magnitude, count)
         if adapt and result.resolution > TARGET_RESOLUTION and result.truncation > 4 * result.noise:
             factor = min(0.5, max(1 / 64, (result.noise / result.truncation) ** (1 / 3)))

@@ -1,0 +1,160 @@
+"""gradlab's tolerance policy, in one place (README: "How gradlab compares numbers").
+
+Every check that compares two numbers takes its tolerance from this file, by
+the kind of comparison and by the coarsest float dtype the student actually
+computed in (a module that works in float32 whatever cfg.dtype says is judged
+by float32's rounding, never failed for it).
+
+The kinds of comparison:
+
+- FORWARD: the student's values against gradlab's reference computed in float64
+  from the very same inputs and weights (`reference`, the known-bug matchers).
+  Anchored on torch.testing.assert_close's defaults per dtype (float64 rtol 1e-7
+  atol 1e-7; float32 rtol 1.3e-6 atol 1e-5; float16 rtol 1e-3 atol 1e-5), read as
+  |got - want| <= atol + rtol * scale with scale the tensor's largest |want|, not
+  each element's own |want|: an output entry that cancels to ~0 carries the
+  rounding of the larger terms it was summed from (a departure from
+  assert_close, which would fail a correct attention output that cancels).
+  float64's rtol is IDIOM_GAIN x IDIOM_EPS = 1e-6, not 1e-7: a sound epsilon
+  of up to IDIOM_EPS in a division (e / (e.sum() + 1e-7)) moves the outputs by
+  up to IDIOM_EPS of their scale per layer; the forward bugs gradlab names are
+  1e-5 of the scale or more (LayerNorm's eps outside the square root: ~eps / 2).
+- REPEAT: the same code on the same input, twice (`determinism`, the probes of
+  `causality` and `batch_independence`, the repeatability precondition): identical
+  code gives identical bits; the tolerance only absorbs a BLAS that reorders sums.
+- TRAJECTORY: optimizer parameters after several steps, against the reference
+  optimizer run in float64 on the same numbers.
+- SCHEDULE and CLIP: scalar formulas of Python floats.
+- PROBABILITY_SUM: how far a softmax row may sum from 1. A row normalised by
+  (sum + eps) sums to 1 - eps / sum: an eps up to IDIOM_EPS is allowed.
+- The gradient check's own numbers are measured, not fixed: the finite-difference
+  noise of the student's forward (SAFETY x the measured noise), the analytical
+  side's rounding (ANALYTICAL_ROUNDING, ELEMENT_ROUNDING), and, for sound idioms,
+  their measured size carried as a random walk over the elements (idiom_allowance):
+  an attention's softmax rows that sum to 1 - eps / sum show its eps (division_idiom);
+  a loss's eps inside the log is bounded by eps / p[target] per row, and checked
+  sharply along directions a whole-row scale cannot move (checks/gradient.py).
+
+IDIOM_EPS is the largest epsilon a sound numerical idiom adds inside a log or a
+division (np.log(p + 1e-10), e / (e.sum() + 1e-9), np.clip(p, 1e-12, 1)):
+1e-7. Its effect is bounded where it acts: log(p + eps) - log(p) <= eps / p, so
+the cross-entropy comparisons allow IDIOM_EPS / p[target] per row, computed from
+the reference's own probabilities (a bound on this input, not a blanket rtol).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+IDIOM_EPS = 1e-7        # the largest epsilon a sound idiom puts inside a log or a division
+IDIOM_GAIN = 10         # ... carried through a few layers (a forward comparison's allowance: 10 x IDIOM_EPS)
+
+
+@dataclass(frozen=True)
+class Tol:
+    rtol: float          # relative to the compared tensor's largest |reference| entry
+    atol: float = 0.0
+
+    def allowed(self, scale):
+        """The largest |got - want| allowed for a tensor whose largest |reference| entry is `scale`."""
+        return self.atol + self.rtol * scale
+
+    def describe(self):
+        return f"rtol {self.rtol:.1e}" + (f", atol {self.atol:.0e}" if self.atol else "")
+
+
+# ---- the table: comparison -> dtype -> tolerance ---------------------------------------------
+
+TABLE = {
+    # torch.testing.assert_close's defaults; float64's rtol raised to IDIOM_GAIN x IDIOM_EPS (see above)
+    "forward": {"float64": Tol(IDIOM_GAIN * IDIOM_EPS, 1e-7), "float32": Tol(1.3e-6, 1e-5),
+                "float16": Tol(1e-3, 1e-5)},
+    # same code, same input: identical bits; a reordered BLAS sum is a few eps of the largest entry
+    "repeat": {"float64": Tol(1e-12), "float32": Tol(1e-6), "float16": Tol(1e-3)},
+    # six optimizer steps, each a few roundings of parameters of size ~1 (relative to max(1, |p|))
+    "trajectory": {"float64": Tol(1e-10), "float32": Tol(1e-6), "float16": Tol(1e-3)},
+    # Python-float formulas: exact up to the order of the operations
+    "schedule": {"float64": Tol(1e-9), "float32": Tol(1e-9), "float16": Tol(1e-9)},
+    # the "+ 1e-6" in max_norm / (total_norm + 1e-6) only guards against a zero norm: leaving it out
+    # changes the result by ~1e-6 / max_norm, not a bug
+    "clip": {"float64": Tol(1e-5), "float32": Tol(1e-5), "float16": Tol(1e-3)},
+    # |row sum - 1|: rounding, plus a division by (sum + eps) with eps <= IDIOM_EPS and sum >= 1
+    "probability_sum": {"float64": Tol(10 * IDIOM_EPS), "float32": Tol(1e-5), "float16": Tol(1e-2)},
+    # causal attention weights above the diagonal: exp(-inf) and exp(-1e9 - max) are exactly 0
+    "masked_zero": {"float64": Tol(1e-12), "float32": Tol(1e-7), "float16": Tol(1e-4)},
+    # embedding gradient rows against np.add.at of the upstream gradient: summation order only
+    "exact_sum": {"float64": Tol(1e-10), "float32": Tol(1e-5), "float16": Tol(1e-2)},
+    # a row of an embedding gradient against central differences (step STEP below, no extrapolation)
+    "finite_difference_row": {"float64": Tol(1e-6), "float32": Tol(2e-2), "float16": Tol(1e-1)},
+}
+
+# A float64 copy of a float32 module must reproduce its output to this fraction before the gradient
+# check trusts it for the numerical side (a float32 forward is ~1e-7 of its scale; state outside the
+# parameters is far more).
+TWIN_MATCH = 1e-3
+
+# ---- the gradient check's measured tolerances (gradlab.numerics.engine) -------------------------
+
+SAFETY = 10.0                # tolerance = SAFETY x the measured numerical error
+ANALYTICAL_ROUNDING = 8.0    # the analytical side may be off by this x eps x (sum|a_i d_i| + 4 max|a| |d|)
+ELEMENT_ROUNDING = 64.0      # per element: this x eps(analytical) x the tensor's largest gradient
+IDIOM_WALK = 4.0             # a sound idiom's relative error IDIOM_EPS on every element, summed along a
+                             # random direction, is a random walk: at most this many standard deviations
+# a float64 objective whose measured noise is this fraction of the gradient's size cannot resolve anything
+NOISE_CANNOT_JUDGE = 0.1
+
+# ---- the known-bug matcher (gradlab.diagnosis.matcher) -----------------------------------------
+# A known-buggy variant names the cause when it reproduces the student's numbers to the comparison's
+# own tolerance, and the correct computation is at least SEPARATION times further from them.
+SEPARATION = 10.0
+
+_EPS = {name: float(np.finfo(name).eps) for name in ("float64", "float32", "float16")}
+
+
+def eps_of(dtype):
+    """The rounding unit of a float dtype (float32's for anything else: ints, objects)."""
+    name = np.dtype(dtype).name
+    return _EPS.get(name, _EPS["float32"])
+
+
+def coarsest(*things):
+    """The coarsest float dtype name among dtypes / arrays (non-float ones ignored); float64 if none."""
+    names = []
+    for t in things:
+        dt = t.dtype if hasattr(t, "dtype") else np.dtype(t)
+        if dt.kind == "f" and dt.name in _EPS:
+            names.append(dt.name)
+    return max(names, key=lambda n: _EPS[n], default="float64")
+
+
+def tolerance(comparison, *things):
+    """The Tol for a comparison, by the coarsest float dtype among `things` (dtypes or arrays)."""
+    return TABLE[comparison][coarsest(*things)]
+
+
+def idiom_row_bound(p_target):
+    """Per row: how much a sound epsilon inside log(p + eps) can change the loss of that row
+    (absolute), and scale its gradient (relative): log(p + eps) - log(p) <= eps / p."""
+    return IDIOM_EPS / np.maximum(np.asarray(p_target, dtype=np.float64), 1e-300)
+
+
+def idiom_allowance(products, relative):
+    """The directional gradient check's allowance for a sound idiom that moves every element's
+    gradient by up to `relative` of itself (at most IDIOM_EPS): signs unrelated to the random
+    direction, the errors sum like a random walk: IDIOM_WALK standard deviations of it.
+    `products`: the arrays a_i * d_i."""
+    relative = min(max(float(relative), 0.0), IDIOM_EPS)
+    if relative == 0.0:
+        return 0.0
+    return IDIOM_WALK * relative * float(np.sqrt(sum(float(np.sum(p * p)) for p in products)))
+
+
+def division_idiom(attn_weights):
+    """How far the softmax rows a module kept fall short of 1, when by no more than a sound
+    e / (e.sum() + eps) with eps <= IDIOM_EPS makes them (1 - eps / sum): the relative amount
+    by which such a module's gradients differ from the exact ones. 0 when nothing is kept,
+    and 0 when the shortfall is larger (a bug, softmax_rows' finding: no allowance for it)."""
+    if not isinstance(attn_weights, np.ndarray) or attn_weights.dtype.kind != "f" or attn_weights.ndim < 1:
+        return 0.0
+    with np.errstate(all="ignore"):
+        short = float(np.max(np.abs(1.0 - attn_weights.astype(np.float64).sum(axis=-1)), initial=0.0))
+    return short if short <= IDIOM_EPS else 0.0
