@@ -9,28 +9,17 @@ from gradlab.contract.errors import CheckFailure
 from gradlab.contract.kinds import DIFFERENTIABLE, OPTIMIZER, PROBABILITIES
 from gradlab.execution.subject import call_cross_entropy, call_softmax
 from gradlab.contract.suite import Outcome, check
-
-TOLERANCE = {"float64": 1e-12, "float32": 1e-6}   # relative to the tensor's size; identical code gives 0
+from gradlab.contract.numbers import distinct
+from gradlab.numerics.repeatable import difference
+from gradlab.numerics.tolerance import tolerance
 
 
 def _differs(a, b, tol):
-    """(index, a, b, max |a - b|) of the first entry that differs by more than tol * scale, or None.
-    NaN equals NaN (and inf the same inf): a run that gives NaN at the same places twice is repeatable
-    (the NaN is another check's finding); NaN in one run and a number in the other is a difference."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a.shape != b.shape:
-        return (), float("nan"), float("nan"), float("inf")
-    same = (a == b) | (np.isnan(a) & np.isnan(b))
-    with np.errstate(invalid="ignore"):
-        diff = np.where(same, 0.0, np.abs(a - b))
-    diff[np.isnan(diff)] = np.inf                      # NaN against a number (or +inf against -inf)
-    finite = np.isfinite(a) & np.isfinite(b)
-    scale = max(float(np.abs(a[finite]).max(initial=0.0)), float(np.abs(b[finite]).max(initial=0.0)), 1e-30)
-    if diff.size == 0 or diff.max() <= tol * scale:
-        return None
-    k = int(np.argmax(diff))
-    index = tuple(int(i) for i in np.unravel_index(k, diff.shape))
-    return index, float(a.flat[k]), float(b.flat[k]), float(diff.max())
+    """(index, a, b, max |a - b|) of the first entry that differs by more than tol (a Tol, relative to
+    the tensor's largest entry), or None. NaN equals NaN (and inf the same inf): a run that gives NaN at
+    the same places twice is repeatable (the NaN is another check's finding); NaN in one run and a
+    number in the other is a difference."""
+    return difference(a, b, tol)
 
 
 def _run(subject, module, slots, x, g):
@@ -51,7 +40,7 @@ def _run(subject, module, slots, x, g):
        summary="the same input gives the same output and the same gradients, twice")
 def determinism(subject, rng):
     kind, cfg = subject.kind, subject.cfg
-    tol = TOLERANCE.get(cfg.np_dtype.name, 1e-6)
+    tol = tolerance("repeat", cfg.np_dtype)   # identical code on the same input gives identical bits
     if kind.form == "optimizer":
         return _optimizer(subject, rng, tol)
     if kind.form == "function":
@@ -81,9 +70,10 @@ def determinism(subject, rng):
             found = _differs(runs[0][name], run[name], tol)
             if found:
                 index, a, b, worst = found
+                ta, tb = distinct(a, b)
                 raise CheckFailure(
                     f"{kind.name}: {name} differs between {labels[0]} and {label} on the same input: at index "
-                    f"{index}: {a:.6g} then {b:.6g} (max difference {worst:.3g}). {_hint(name)}",
+                    f"{index}: {ta} then {tb} (max difference {worst:.3g}). {_hint(name)}",
                     {"max_difference": worst, "tensor": name})
     return Outcome(f"{len(runs[0])} tensors identical across {len(runs)} runs on the same input",
                    {"compared": compared})
@@ -126,9 +116,10 @@ def _optimizer(subject, rng, tol):
         found = _differs(finals[0][name], finals[1][name], tol)
         if found:
             index, a, b, worst = found
+            ta, tb = distinct(a, b)
             raise CheckFailure(
                 f"{subject.kind.name}: two optimizers built the same way and given the same 3 steps left "
-                f"parameter {name!r} different at index {index}: {a:.6g} vs {b:.6g}. Does step draw random "
+                f"parameter {name!r} different at index {index}: {ta} vs {tb}. Does step draw random "
                 "numbers, or share state between instances (a class-level dict or counter)?",
                 {"max_difference": worst})
     return Outcome("two optimizers given the same steps give identical parameters")

@@ -11,9 +11,9 @@ import numpy as np
 from gradlab.contract.errors import CheckFailure, CheckSkipped
 from gradlab.contract.kinds import TOKEN_IDS
 from gradlab.contract.suite import Outcome, check
+from gradlab.numerics.repeatable import require_repeatable
+from gradlab.numerics.tolerance import tolerance
 
-EXACT_TOL = {"float64": 1e-10, "float32": 1e-5}     # summation order only
-NUMERIC_TOL = {"float64": 1e-6, "float32": 2e-2}
 STEP = {"float64": 1e-6, "float32": 1e-3}
 MAX_NUMERIC_ROWS = 2                                  # repeated ids checked numerically (each costs 2*D forwards)
 
@@ -67,6 +67,8 @@ def repeated_ids(subject, rng):
     table = _table_slot(subject, slots)
     ids = repeated_batch(cfg, rng)
     out = subject.forward(module, ids.copy())
+    # the finite differences below need f to be a function of its input
+    require_repeatable("forward", out, subject.forward(module, ids.copy()), "the embedding gradient")
     g = rng.standard_normal(out.shape).astype(cfg.np_dtype)
     subject.backward(module, g)
     got = subject.read_grads(slots)[table.name].astype(np.float64)
@@ -78,12 +80,12 @@ def repeated_ids(subject, rng):
         expected = np.zeros(W.shape, dtype=np.float64)
         np.add.at(expected, ids, g.astype(np.float64))
         rows = list(range(W.shape[0]))
-        tol = EXACT_TOL.get(cfg.np_dtype.name, 1e-5)
+        tol = tolerance("exact_sum", cfg.np_dtype).rtol
         how = "the exact sum np.add.at(dW, ids, g)"
     else:
         rows = repeated[:MAX_NUMERIC_ROWS] + once[:1]
         expected = _numeric_rows(subject, module, ids, g, W, rows)
-        tol = NUMERIC_TOL.get(cfg.np_dtype.name, 2e-2)
+        tol = tolerance("finite_difference_row", cfg.np_dtype).rtol
         how = "finite differences"
     scale = max(float(np.abs(expected[rows]).max()), float(np.abs(got[rows]).max()), 1e-12)
     err = np.abs(got - expected)[rows].max(axis=1) / scale              # per checked row

@@ -9,14 +9,13 @@ from gradlab.contract.kinds import ATTN_WEIGHTS, CAUSAL, PROBABILITIES
 from gradlab.contract.records import heatmap
 from gradlab.execution.subject import call_softmax
 from gradlab.contract.suite import Outcome, check
-
-SUM_TOL = {"float64": 1e-10, "float32": 1e-5}
-FUTURE_TOL = {"float64": 1e-12, "float32": 1e-7}
+from gradlab.numerics.tolerance import tolerance
 
 
 def _row_problems(what, P, causal, dtype):
-    """(message, index) of the first broken row of P (..., T, N), or None."""
-    sum_tol = SUM_TOL.get(dtype, 1e-5)
+    """(message, index) of the first broken row of P (..., T, N), or None. Rows may sum to 1 - eps / sum
+    (a sound e / (e.sum() + eps)); the future must be 0 (exp(-inf) and exp(-1e9 - max) are exactly 0)."""
+    sum_tol = tolerance("probability_sum", dtype).rtol
     neg = np.argwhere(P < -sum_tol)
     if len(neg):
         i = tuple(int(v) for v in neg[0])
@@ -26,7 +25,7 @@ def _row_problems(what, P, causal, dtype):
     if causal:
         T = P.shape[-1]
         future = np.triu(np.ones((T, T), dtype=bool), k=1)
-        leak = np.argwhere((np.abs(P) > FUTURE_TOL.get(dtype, 1e-7)) & future)
+        leak = np.argwhere((np.abs(P) > tolerance("masked_zero", dtype).rtol) & future)
         if len(leak):
             i = tuple(int(v) for v in leak[0])
             return (f"{what(i[:-1])} puts weight {P[i]:.4g} on future position {i[-1]} > row {i[-2]} "
@@ -52,7 +51,7 @@ def _row_problems(what, P, causal, dtype):
 
 def _mask_hint(P, dtype):
     """Why the future has weight: an off-by-one mask has a recognisable shape."""
-    T, tol = P.shape[-1], FUTURE_TOL.get(dtype, 1e-7)
+    T, tol = P.shape[-1], tolerance("masked_zero", dtype).rtol
     nonzero = (np.abs(P) > tol).any(axis=tuple(range(P.ndim - 2)))          # (T, T) over batch and heads
     fix = "set scores[..., i, j] = -inf (or -1e9) for j > i before the softmax (np.triu(..., k=1) marks them)"
     if T > 2 and not nonzero[np.triu_indices(T, k=2)].any():

@@ -15,17 +15,20 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.contract.kinds import TRAJECTORY
+from gradlab.contract.numbers import distinct
+from gradlab.diagnosis.matcher import name_cause
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.contract.records import curve, table
-from gradlab.execution.subject import call_scalar
+from gradlab.execution.subject import Subject, call_scalar
 from gradlab.contract.suite import Outcome, check
+from gradlab.numerics.tolerance import tolerance
 
 STEPS = 6
-# Per parameter: |student - reference| <= TOLERANCE * max(1, largest |reference| entry).
-TOLERANCE = {"float64": 1e-10, "float32": 1e-6}
-# Clipping: the "+ 1e-6" in max_norm / (total_norm + 1e-6) only guards against
-# a zero norm; leaving it out changes the result by ~1e-7 and is not a bug.
-CLIP_TOLERANCE = {"float64": 1e-5, "float32": 1e-5}
+# Per parameter: |student - reference| <= rtol * max(1, largest |reference| entry), rtol from the
+# "trajectory" row of gradlab.numerics.tolerance; clipping and the schedule from theirs.
+# Every optimizer runs with and without weight decay: the cfg's value, and OTHER_DECAY (or 0 when
+# the cfg's is not 0), so a decay applied the wrong way is seen whatever the kind's default.
+OTHER_DECAY = 0.01
 # Parameters in this order on purpose: a momentum buffer shared between
 # parameters broadcasts (3,) into (4, 3) without an error on the first step,
 # so the wrong numbers are seen before any shape error.
@@ -73,9 +76,39 @@ def run_optimizer(optimizer, params0, grads_seq, step=None):
 
 
 def _optimizer(subject, rng):
-    kind, cfg = subject.kind, subject.cfg
-    tol = TOLERANCE[cfg.np_dtype.name]
+    """The same steps with the cfg's weight_decay and with the other setting (0 or OTHER_DECAY)."""
+    cfg = subject.cfg
     params0, grads_seq = _problem(cfg, rng)
+    other = 0.0 if cfg.weight_decay > 0 else OTHER_DECAY
+    second = Subject(subject.kind, subject.registration, cfg.replace(weight_decay=other), subject.impl_name,
+                     subject.files)
+    outcomes = [_optimizer_run(subject, params0, grads_seq)]
+    try:
+        outcomes.append(_optimizer_run(second, params0, grads_seq))
+    except CheckFailure:
+        _same_again(subject, params0, grads_seq)
+        raise
+    views = [v for o in outcomes for v in o.details["views"]]
+    metrics = {**outcomes[0].metrics, "max_error": max(o.metrics["max_error"] for o in outcomes)}
+    return Outcome(" and ".join(o.message for o in outcomes), metrics, {"views": views})
+
+
+def _same_again(subject, params0, grads_seq):
+    """After a second optimizer failed, the first setting once more on a new optimizer: if what passed
+    now fails, instances share state (a class-level dict or counter), and that is the finding."""
+    try:
+        _optimizer_run(subject, params0, grads_seq)
+    except CheckFailure as again:
+        raise CheckFailure(
+            f"{subject.kind.name}: two optimizers built the same way and given the same {STEPS} steps move the "
+            f"parameters differently: the first matched the reference, a later one did not ({again}). Does step "
+            "share state between instances (a class-level dict or counter)?", again.metrics, again.details) from None
+
+
+def _optimizer_run(subject, params0, grads_seq):
+    kind, cfg = subject.kind, subject.cfg
+    tol = tolerance("trajectory", cfg.np_dtype).rtol
+    setting = f"weight_decay={cfg.weight_decay:g}"
     ref_opt = reference_impl().get(kind.name).target(cfg)
     want, _ = run_optimizer(ref_opt, params0, grads_seq)
 
@@ -91,7 +124,8 @@ def _optimizer(subject, rng):
             break
         rebound = [n for n in arrays if params.get(n) is not arrays[n]]
         if rebound:
-            raise CheckFailure(f"{kind.name}: step {k + 1} replaced params[{rebound[0]!r}] with a new array instead "
+            raise CheckFailure(f"{kind.name} ({setting}): step {k + 1} replaced params[{rebound[0]!r}] with a new "
+                               "array instead "
                                "of updating it in place: write p -= ... (or p[...] = ...), not params[name] = ...",
                                {"step": k + 1, "parameter": rebound[0]})
         got.append({n: a.astype(np.float64) for n, a in arrays.items()})
@@ -99,15 +133,15 @@ def _optimizer(subject, rng):
     errors = [{n: _rel_err(g[n], w[n]) for n in SHAPES} for g, w in zip(got, want)]
     series = {n: [e[n][0] for e in errors] for n in SHAPES}
     rows = [{"step": k + 1, **{n: e[n][0] for n in SHAPES}} for k, e in enumerate(errors)]
-    details = {"views": [curve("max |student - reference| per step (relative to the parameter's scale)", series,
-                               ylabel="relative error"), table("error per step and parameter", rows)]}
+    details = {"views": [curve(f"max |student - reference| per step (relative to the parameter's scale), {setting}",
+                               series, ylabel="relative error"), table(f"error per step and parameter, {setting}", rows)]}
     first_bad = next(((k, n) for k, e in enumerate(errors) for n in SHAPES if e[n][0] > tol), None)
     metrics = {"steps": len(got), "max_error": max((v[0] for e in errors for v in e.values()), default=0.0),
                "tolerance": tol}
     if first_bad is None:
         if crash is not None:
             raise crash
-        return Outcome(f"{STEPS} steps on {len(SHAPES)} parameters match the reference (max error "
+        return Outcome(f"{STEPS} steps on {len(SHAPES)} parameters match the reference with {setting} (max error "
                        f"{metrics['max_error']:.1e}, tolerance {tol:.0e})", metrics, details)
     k, name = first_bad
     err, index = errors[k][name]
@@ -116,10 +150,11 @@ def _optimizer(subject, rng):
     if not np.isfinite(g):
         hint = hint or (f"the update made it {g}: a division by zero? e.g. a bias correction 1 - beta**t with "
                         "t = 0 (increment t at the start of step(), so the first step uses t = 1)")
-    metrics.update({"step": k + 1, "parameter": name})
+    metrics.update({"step": k + 1, "parameter": name, "weight_decay": cfg.weight_decay})
+    tg, tw = distinct(g, w, least=10)
     raise CheckFailure(
-        f"{kind.name}: after step {k + 1}, parameter {name!r} {SHAPES[name]} differs from the reference (PyTorch "
-        f"semantics) at index {index}: got {g:.10g}, reference {w:.10g} (error {err:.1e} of its scale, tolerance "
+        f"{kind.name} ({setting}): after step {k + 1}, parameter {name!r} {SHAPES[name]} differs from the reference "
+        f"(PyTorch semantics) at index {index}: got {tg}, reference {tw} (error {err:.1e} of its scale, tolerance "
         f"{tol:.0e})" + (f"; likely cause: {hint}" if hint else "")
         + ("" if crash is None else f"; later, step {len(got) + 1} raised: {crash}"), metrics, details)
 
@@ -133,20 +168,17 @@ def _rel_err(got, want):
 
 
 def _optimizer_hint(kind_name, cfg, params0, grads_seq, got, want, tol):
+    """The known optimizer mistake whose trajectory reproduces the student's to tolerance (the one matcher)."""
     err_ref = max(_rel_err(g[n], w[n])[0] for g, w in zip(got, want) for n in SHAPES)
-    best = None
+    candidates = []
     for hint, make in OPTIMIZER_VARIANTS.get(kind_name, ()):
         traj, _ = run_optimizer(make(cfg), params0, grads_seq)
         steps = min(len(traj), len(got))
         if steps == 0:
             continue
         err = max(_rel_err(got[k][n], traj[k][n])[0] for k in range(steps) for n in SHAPES)
-        if best is None or err < best[0]:
-            best = (err, hint)
-    limit = max(10 * tol, 1e-3 * err_ref) if math.isfinite(err_ref) else 10 * tol   # NaN parameters: exact only
-    if best is not None and best[0] <= limit:
-        return best[1]
-    return None
+        candidates.append((hint, err / tol, err_ref / tol))
+    return name_cause(candidates)
 
 
 class _Adam:
@@ -272,7 +304,7 @@ CLIP_NORMS = [3.0, 0.5, 10.0, 0.9, 1.5, 0.2]    # total norms, in units of max_n
 
 def _clip(subject, rng):
     cfg = subject.cfg
-    tol = CLIP_TOLERANCE[cfg.np_dtype.name]
+    tol = tolerance("clip", cfg.np_dtype).rtol
     ref = reference_impl().get(subject.kind.name).target
     rows, series = [], {"returned": [], "reference": []}
     for k, factor in enumerate(CLIP_NORMS):
@@ -301,12 +333,13 @@ def _clip(subject, rng):
                      + ("so they must be scaled by max_norm / (total_norm + 1e-6)" if clipped
                         else "so they must be left unchanged"))
         if r_err > tol:
-            what = f"returned {returned:.8g}, expected the norm before clipping {expected:.8g}"
+            tr, te = distinct(returned, expected, least=8)
+            what = f"returned {tr}, expected the norm before clipping {te}"
         else:
             idx = tuple(int(i) for i in np.unravel_index(
                 int(np.argmax(np.abs(theirs[worst] - ours[worst]))), ours[worst].shape))
-            what = (f"grads[{worst}] at index {idx} is {float(theirs[worst][idx]):.8g} after the call, expected "
-                    f"{float(ours[worst][idx]):.8g}")
+            tt, to = distinct(float(theirs[worst][idx]), float(ours[worst][idx]), least=8)
+            what = f"grads[{worst}] at index {idx} is {tt} after the call, expected {to}"
         raise CheckFailure(f"clip_grad_norm: call {k + 1} ({situation}): {what}"
                            + (f"; likely cause: {hint}" if hint else ""), metrics, details)
     details = {"views": [table("clip_grad_norm calls", rows),
@@ -332,21 +365,20 @@ def _clip_hint(grads, max_norm, returned, theirs, tol):
         ("it returns the squared norm; take the square root", norm * norm, None),
         ("it returns the clipping factor; return the total norm", min(1.0, scale), None),
     ]
-    def same(x, y):
-        return abs(x - y) <= tol * max(abs(y), 1e-12)
+    def off(x, y):            # |x - y| in multiples of the tolerance
+        return abs(x - y) / (tol * max(abs(y), 1e-12))
 
-    def same_arrays(xs, ys):
-        return all(float(np.abs(x - y).max()) <= tol * max(float(np.abs(y).max()), 1e-12) for x, y in zip(xs, ys))
+    def off_arrays(xs, ys):
+        return max(float(np.abs(x - y).max()) / (tol * max(float(np.abs(y).max()), 1e-12)) for x, y in zip(xs, ys))
 
     reference = [g * min(1.0, scale) for g in g64]
-    for hint, value, arrays in variants:
-        # a variant that agrees with the reference on this call explains nothing (below max_norm, "returns the
-        # clipped norm" returns the right number): only one that reproduces what is wrong names the cause
-        if value is not None and same(returned, value) and not same(value, norm):
-            return hint
-        if arrays is not None and same_arrays(theirs, arrays) and not same_arrays(arrays, reference):
-            return hint
-    return None
+    # each variant is judged on what it changes (the returned value, or the arrays), against how far the
+    # correct result is from the student's on that same thing: a variant that agrees with the reference on
+    # this call explains nothing (below max_norm, "returns the clipped norm" returns the right number)
+    candidates = [(hint, off(returned, value), off(returned, norm)) if value is not None else
+                  (hint, off_arrays(theirs, arrays), off_arrays(theirs, reference))
+                  for hint, value, arrays in variants]
+    return name_cause(candidates)
 
 
 # ---- learning-rate schedule -----------------------------------------------------------
@@ -362,14 +394,15 @@ def _schedule(subject):
     rows = [{"step": s, "lr": g, "reference": w, "error": e} for s, g, w, e in zip(steps, got, want, errs)]
     details = {"views": [curve("learning rate per step", {"yours": got, "reference": want}),
                          table("schedule values", rows)]}
-    tol = 1e-9
+    tol = tolerance("schedule", cfg.np_dtype).rtol
     bad = [i for i, e in enumerate(errs) if e > tol]
     if not bad:
         return Outcome(f"{len(steps)} steps (warmup and decay) match the reference", {"steps": len(steps)}, details)
     i = bad[0]
-    hint = _schedule_hint(steps, got, D, W)
+    hint = _schedule_hint(steps, got, want, D, W, tol)
+    tg, tw = distinct(got[i], want[i], least=8)
     raise CheckFailure(
-        f"schedule: step {steps[i]} (d_model={D}, warmup_steps={W}) gives lr {got[i]:.8g}, reference {want[i]:.8g} "
+        f"schedule: step {steps[i]} (d_model={D}, warmup_steps={W}) gives lr {tg}, reference {tw} "
         f"(d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5), steps counted from 1)"
         + (f"; likely cause: {hint}" if hint else f"; wrong at {len(bad)} of {len(steps)} steps"),
         {"step": steps[i], "lr": got[i], "reference": want[i]}, details)
@@ -379,7 +412,7 @@ def _noam(s, D, W, a=-0.5, b=-1.5, fn=min, dpow=-0.5):
     return D ** dpow * fn(s ** a, s * W ** b)
 
 
-def _schedule_hint(steps, got, D, W):
+def _schedule_hint(steps, got, want, D, W, tol):
     variants = [
         ("steps are counted from 0 (the value of step + 1 is returned): the first call is step=1",
          lambda s: _noam(s + 1, D, W)),
@@ -393,8 +426,8 @@ def _schedule_hint(steps, got, D, W):
         ("warmup_steps**1.5 instead of warmup_steps**-1.5", lambda s: _noam(s, D, W, b=1.5)),
         ("the decay term uses step**0.5; it is step**-0.5", lambda s: _noam(s, D, W, a=0.5)),
     ]
-    for hint, fn in variants:
-        vals = [fn(s) for s in steps]
-        if all(v is None or abs(g - v) <= 1e-9 * abs(v) for g, v in zip(got, vals)):
-            return hint
-    return None
+    def off(values):           # worst relative difference from the student's values, in tolerances
+        return max(abs(g - v) / (tol * abs(v)) if v else (0.0 if g == v else math.inf)
+                   for g, v in zip(got, values) if v is not None)
+
+    return name_cause([(hint, off([fn(s) for s in steps]), off(want)) for hint, fn in variants])

@@ -6,9 +6,11 @@ module (float64) gets the student's weights (matched by name, shape or
 param_map, a param_map function included: see _positions), runs forward on the same input,
 and then backward with the same upstream gradient g, once correctly and once
 per variant below. A variant is named only when it reproduces every tensor the
-student returned (the input gradient and every parameter gradient) while the
-correct backward does not: then the student's numbers are exactly what that
-mistake produces. Otherwise nothing is said. This runs only after a failure.
+student returned (the input gradient and every parameter gradient) to the
+forward comparison's tolerance for the student's dtype, while the correct
+backward does not (gradlab.diagnosis.matcher, the one known-bug matcher): then
+the student's numbers are what that mistake produces. Otherwise nothing is
+said. This runs only after a failure.
 
 The approach is the one checks/reference.py takes for a wrong forward (run
 known buggy variants on the student's weights, report the one that reproduces
@@ -34,14 +36,16 @@ import numpy as np
 from gradlab.execution.discovery import find_slots
 from gradlab.contract.errors import CheckFailure, CheckSkipped, StudentError
 from gradlab.contract.kinds import INPUT_GRAD, TOKEN_IDS
+from gradlab.diagnosis.matcher import name_cause
 from gradlab.execution.weights import load_reference, named_params, reference_module, resolve_names
+from gradlab.numerics.tolerance import TABLE, eps_of
 
-# A variant reproduces the student's gradients when every tensor agrees to this
-# fraction of its size (float64 students; float32 students get FLOAT32_MATCH).
-MATCH = 1e-7
-FLOAT32_MATCH = 2e-4
-# ...and the correct backward must be off by SEPARATION times more than the variant is.
-SEPARATION = 10
+
+def match_tolerance(eps_analytical):
+    """The Tol a backward must reproduce each of the student's tensors to: the forward comparison's,
+    for the precision the student's gradients carry."""
+    dtype = next((d for d in ("float64", "float32", "float16") if eps_analytical <= eps_of(d)), "float16")
+    return TABLE["forward"][dtype]
 
 
 # ---- attention: the reference backward, with switches -----------------------------
@@ -189,26 +193,25 @@ def explain(subject, tensors, context, eps_analytical):
     input first as "x" for kinds with an input gradient. context: {"cfg", "x":
     forward's input, "g": the upstream gradient backward was given}.
     eps_analytical: the precision the student's gradients carry."""
-    tol = MATCH if eps_analytical <= np.finfo(np.float64).eps else FLOAT32_MATCH
-    compared = compare(subject, tensors, context, stop_below=tol)
+    compared = compare(subject, tensors, context, stop_below=1.0, tol=match_tolerance(eps_analytical))
     if compared is None:
         return None
     right, found = compared
-    if right <= tol or not found:
-        return None     # the correct backward reproduces them: the cause is not in backward
-    err, hint = min(found, key=lambda f: f[0])
-    if err > tol or right <= SEPARATION * err:
+    hint = name_cause([(h, err, right) for err, h in found])   # None when the correct backward reproduces them
+    if hint is None:
         return None
     n = len(tensors)
     return f"the gradients ({'all ' if n > 1 else ''}{n} tensor{'s' if n > 1 else ''}) match a backward that {hint}"
 
 
-def compare(subject, tensors, context, stop_below=None):
+def compare(subject, tensors, context, stop_below=None, tol=None):
     """(error of the correct backward, [(error, hint) per variant]), each error the
-    worst per-tensor |student - backward| relative to the tensor's size; None when
-    the kind has no variants or the student's weights cannot be put into the
+    worst per-tensor max |student - backward| in multiples of what `tol` (a Tol; by
+    default the forward comparison's for float64) allows for that tensor's scale; None
+    when the kind has no variants or the student's weights cannot be put into the
     reference. The variants are skipped (empty list) when the correct backward's
     error is at most stop_below (a number)."""
+    tol = tol or TABLE["forward"]["float64"]
     kind, cfg = subject.kind, subject.cfg
     variants = VARIANTS.get(kind.name)
     if not variants or context.get("g") is None:
@@ -241,8 +244,8 @@ def compare(subject, tensors, context, stop_below=None):
             want = np.asarray(want, dtype=np.float64)
             if want.shape != t.analytical.shape:
                 return None
-            scale = max(float(np.abs(want).max(initial=0.0)), float(np.abs(t.analytical).max(initial=0.0)), 1e-30)
-            worst = max(worst, float(np.abs(want - t.analytical).max(initial=0.0)) / scale)
+            scale = max(float(np.abs(want).max(initial=0.0)), float(np.abs(t.analytical).max(initial=0.0)))
+            worst = max(worst, float(np.abs(want - t.analytical).max(initial=0.0)) / max(tol.allowed(scale), 1e-300))
         return worst
 
     try:

@@ -10,10 +10,7 @@ import math
 import numpy as np
 
 from gradlab.contract.kinds import CAUSAL, TOKEN_IDS
-
-# Two arrays "match" for a pattern when they agree to this fraction of their scale:
-# loose enough for float32 and finite-difference noise, far tighter than any bug.
-MATCH = 1e-3
+from gradlab.numerics.tolerance import PATTERN_MATCH as MATCH   # the one table
 
 
 def diagnose(kind, name, analytical, numerical, context):

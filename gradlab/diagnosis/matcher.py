@@ -21,8 +21,9 @@ def name_cause(candidates):
     """candidates: (hint, variant_error, correct_error) triples, errors in multiples of the
     tolerance (None: the variant could not be compared). The hint of the variant that reproduces
     the student's numbers, or None."""
+    # a variant that agrees with the correct computation where it is compared explains nothing
     scored = [(err, correct, hint) for hint, err, correct in candidates
-              if err is not None and not math.isnan(err)]
+              if err is not None and not math.isnan(err) and (math.isnan(correct) or correct > 1.0)]
     if not scored:
         return None
     err, correct, hint = min(scored, key=lambda s: s[0])

@@ -32,7 +32,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gradlab.numerics.tolerance import ANALYTICAL_ROUNDING, ELEMENT_ROUNDING, SAFETY, eps_of  # noqa: F401 (eps_of: re-exported)
+from gradlab.numerics import tolerance as _tolerance
+from gradlab.numerics.tolerance import ANALYTICAL_ROUNDING, ELEMENT_ROUNDING, SAFETY
+
+eps_of = _tolerance.eps_of
 
 EPS = {"float64": float(np.finfo(np.float64).eps), "float32": float(np.finfo(np.float32).eps),
        "float16": float(np.finfo(np.float16).eps)}

@@ -2,10 +2,9 @@
 `causality` (slices along time) and `batch_independence` (along the batch)."""
 import numpy as np
 
-from gradlab.contract.errors import CheckFailure
 from gradlab.contract.kinds import TOKEN_IDS
-
-TOLERANCE = {"float64": 1e-12, "float32": 1e-6}   # relative to the output's size: independent parts give exactly 0
+from gradlab.numerics.repeatable import require_repeatable
+from gradlab.numerics.tolerance import tolerance
 
 
 def perturbed(kind, cfg, x, axis, index, rng):
@@ -23,22 +22,15 @@ def influence_matrix(call, kind, cfg, x, axis, rng):
     """(change, tolerance): change[r, c] is how much the output's slice r along
     `axis` moved when the input's slice c along `axis` was perturbed. `call`
     gets a fresh copy each time (mutating it is input_mutation's finding)."""
-    base = call(x.copy()).astype(np.float64)
-    again = call(x.copy()).astype(np.float64)
-    tolerance = TOLERANCE.get(cfg.np_dtype.name, 1e-6) * max(float(np.abs(base).max()), 1.0)
-    if again.shape == base.shape and float(np.abs(again - base).max()) > tolerance:
-        # Otherwise every slice looks like it moves every output, and the leak is blamed on the
-        # wrong thing (a mask, a reshape) when the cause is randomness in forward.
-        i = tuple(int(k) for k in np.unravel_index(int(np.argmax(np.abs(again - base))), base.shape))
-        raise CheckFailure(
-            f"{kind.name}: forward is not repeatable: the same input gave {base[i]:.6g} then {again[i]:.6g} at "
-            f"index {i}, so which outputs an input position moves cannot be judged. Is dropout left on "
-            "(forward must not drop anything unless asked to train: default training=False), or does forward "
-            "draw random numbers or keep state between calls?",
-            {"repeat_difference": float(np.abs(again - base).max()), "tolerance": tolerance})
+    first = call(x.copy())
+    base = first.astype(np.float64)
+    # Otherwise every slice looks like it moves every output, and the leak is blamed on the
+    # wrong thing (a mask, a reshape) when the cause is randomness in forward.
+    require_repeatable("forward", first, call(x.copy()), "which outputs an input position moves")
+    allowed = tolerance("repeat", cfg.np_dtype, first).allowed(max(float(np.abs(base).max()), 1.0))
     n = x.shape[axis]
     change = np.zeros((n, n))
     for c in range(n):
         diff = np.abs(call(perturbed(kind, cfg, x, axis, c, rng)).astype(np.float64) - base)
         change[:, c] = np.moveaxis(diff, axis, 0).reshape(n, -1).max(axis=1)
-    return change, tolerance
+    return change, allowed

@@ -92,6 +92,11 @@ TABLE = {
 # parameters is far more).
 TWIN_MATCH = 1e-3
 
+# gradlab.diagnosis.causes: two arrays (analytical against a per-element finite-difference map) fit a
+# pattern when they agree to this fraction of their scale: loose enough for float32 and finite-difference
+# noise, far tighter than any bug the patterns name.
+PATTERN_MATCH = 1e-3
+
 # ---- the gradient check's measured tolerances (gradlab.numerics.engine) -------------------------
 
 SAFETY = 10.0                # tolerance = SAFETY x the measured numerical error

@@ -1,13 +1,14 @@
 """Correct: an Adam whose state is one dict per parameter, keyed by id(p) (not by
-name), with the step size folded PyTorch-style: lr * sqrt(1 - b2^t) / (1 - b1^t)."""
+name), with the step size folded PyTorch-style: lr * sqrt(1 - b2^t) / (1 - b1^t), and
+torch.optim.Adam's (coupled) weight decay."""
 import numpy as np
 
 import gradlab
 
 
 class Adam:
-    def __init__(self, lr, betas, eps):
-        self.lr, (self.b1, self.b2), self.eps = lr, betas, eps
+    def __init__(self, lr, betas, eps, weight_decay=0.0):
+        self.lr, (self.b1, self.b2), self.eps, self.wd = lr, betas, eps, weight_decay
         self.state = {}
         self.steps = 0
 
@@ -15,7 +16,7 @@ class Adam:
         self.steps += 1
         for name, p in params.items():
             st = self.state.setdefault(id(p), {"exp_avg": np.zeros_like(p), "exp_avg_sq": np.zeros_like(p)})
-            g = grads[name]
+            g = grads[name] + self.wd * p if self.wd else grads[name]
             st["exp_avg"] *= self.b1
             st["exp_avg"] += (1 - self.b1) * g
             st["exp_avg_sq"] *= self.b2
@@ -27,4 +28,4 @@ class Adam:
 
 @gradlab.register("adam")
 def build(cfg):
-    return Adam(cfg.lr, (cfg.beta1, cfg.beta2), cfg.eps)
+    return Adam(cfg.lr, (cfg.beta1, cfg.beta2), cfg.eps, cfg.weight_decay)

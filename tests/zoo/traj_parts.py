@@ -42,13 +42,13 @@ class Adam:
 
 class SGD:
     def __init__(self, cfg, shared_buffer=False, no_momentum=False):
-        self.lr, self.mu = cfg.lr, cfg.momentum
+        self.lr, self.mu, self.wd = cfg.lr, cfg.momentum, cfg.weight_decay
         self.shared, self.no_momentum = shared_buffer, no_momentum
         self.velocity = None if shared_buffer else {}
 
     def step(self, params, grads):
         for name, p in params.items():
-            g = grads[name]
+            g = grads[name] + self.wd * p          # L2 weight decay, as torch.optim.SGD
             if self.no_momentum:
                 p -= self.lr * g
             elif self.shared:
