@@ -13,12 +13,10 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure
 from gradlab.contract.kinds import DIFFERENTIABLE
-from gradlab.numerics.engine import eps_of
+from gradlab.numerics.tolerance import BACKWARD_LINEAR_ULPS as LINEAR_ULPS, BACKWARD_REPEAT_ULPS as REPEAT_ULPS, eps_of
 from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
 
-REPEAT_ULPS = 100      # repeatable: equal to this many eps of the tensor's largest entry (BLAS may reorder sums)
-LINEAR_ULPS = 1e4      # linear: rounding of three backward calls, relative to the largest entry
 A, B = 0.5, -2.0       # exactly representable, so a*g1 + b*g2 adds no rounding of its own
 
 

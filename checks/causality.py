@@ -9,6 +9,7 @@ from gradlab.numerics.influence import influence_matrix
 from gradlab.contract.kinds import ATTN_WEIGHTS, CAUSAL
 from gradlab.contract.records import heatmap
 from gradlab.contract.suite import Outcome, check
+from gradlab.numerics.tolerance import tolerance
 
 
 def _hint(kind, module, cfg):
@@ -19,7 +20,7 @@ def _hint(kind, module, cfg):
             and not np.abs(np.triu(weights.astype(np.float64), k=1)).max() > 0:
         sums = weights.astype(np.float64).sum(axis=-1)
         off = float(np.abs(sums - 1).max())
-        if off > 1e-3:
+        if off > tolerance("probability_sum", cfg.np_dtype, weights).rtol:
             # zeroed future weights whose rows do not sum to 1: the future is still in the softmax's denominator
             return (f"Your attn_weights are 0 above the diagonal but their rows sum to as little as "
                     f"{float(sums.min()):.4g}, not 1: the mask is applied after the softmax, so the future "

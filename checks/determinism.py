@@ -11,7 +11,7 @@ from gradlab.execution.subject import call_cross_entropy, call_softmax
 from gradlab.contract.suite import Outcome, check
 from gradlab.contract.numbers import distinct
 from gradlab.numerics.repeatable import difference
-from gradlab.numerics.tolerance import tolerance
+from gradlab.numerics.tolerance import Tol, tolerance
 
 
 def _differs(a, b, tol):
@@ -19,7 +19,7 @@ def _differs(a, b, tol):
     the tensor's largest entry), or None. NaN equals NaN (and inf the same inf): a run that gives NaN at
     the same places twice is repeatable (the NaN is another check's finding); NaN in one run and a
     number in the other is a difference."""
-    return difference(a, b, tol)
+    return difference(a, b, tol if isinstance(tol, Tol) else Tol(tol))
 
 
 def _run(subject, module, slots, x, g):

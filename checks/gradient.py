@@ -347,7 +347,7 @@ def loss_diagnosis(kind, grad, context):
     n, N = int(keep.sum()), targets.size
     if grad_ok and not loss_ok:
         c = loss / ref_loss if ref_loss else float("nan")
-        if ignore is not None and abs(c - n / N) <= 1e-3 * n / N:
+        if ignore is not None and abs(c - n / N) <= diagnosis.MATCH * n / N:
             why = ("ignored positions are counted in the mean: divide by the number of targets that are not "
                    "ignore_index")
         else:
@@ -368,10 +368,10 @@ def loss_diagnosis(kind, grad, context):
     ww = float(np.sum(ref_grad * ref_grad))
     c = float(np.sum(grad * ref_grad)) / ww if ww else 0.0
     if ww and diagnosis._close(grad, c * ref_grad):
-        if abs(c * n - 1) <= 1e-3:
+        if abs(c * n - 1) <= diagnosis.MATCH:
             return (f"the loss is right, but grad_logits is 1/{n} of the reference's: it is divided by the number "
                     f"of targets ({n}) twice; (softmax - one_hot) / N once is the gradient of the mean")
-        if abs(c - n) <= 1e-3 * n:
+        if abs(c - n) <= diagnosis.MATCH * n:
             return (f"the loss is right, but grad_logits is {n} x the reference's: divide (softmax - one_hot) by "
                     f"the number of targets ({n}), as the mean loss does")
         label = diagnosis.name_factor(c, context["cfg"])

@@ -18,6 +18,8 @@ from gradlab.execution.loader import reference as reference_impl
 from gradlab.contract.records import curve, table
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.weights import load_reference, named_params
+from gradlab.contract.numbers import distinct
+from gradlab.numerics.tolerance import tolerance
 
 STEPS = 30
 LR = 0.02            # Adam's step size for the module runs (optimizer kinds use their own cfg)
@@ -74,7 +76,7 @@ def overfit(subject, rng):
         theirs = _train(subject, module, _student_slots(subject, module, ""), _adam(cfg), ids, targets)
         ours = _reference_curve(("lm", cfg, ids.tobytes(), targets.tobytes()), lambda: _train(
             None, ref_lm, _reference_slots(ref_lm), _adam(cfg), ids, targets))
-    return _judge(kind, setting, theirs, ours)
+    return _judge(kind, setting, theirs, ours, cfg.np_dtype)
 
 
 _curves = {}
@@ -94,7 +96,7 @@ def _adam(cfg):
     return reference_impl().get("adam").target(cfg.replace(lr=LR, weight_decay=0.0))
 
 
-def _judge(kind, setting, theirs, ours):
+def _judge(kind, setting, theirs, ours, dtype="float64"):
     bar_step = int(round(SPEED * (len(ours) - 1)))
     limit = ours[bar_step]
     drop = ours[0] - ours[-1]
@@ -109,8 +111,9 @@ def _judge(kind, setting, theirs, ours):
     metrics = {"steps": len(ours) - 1, "final_loss": theirs[-1], "lowest_loss": min(theirs),
                "reference_final_loss": ours[-1],
                "limit": limit, "limit_step": bar_step, "reference_drop": drop}
-    start = ("" if abs(theirs[0] - ours[0]) <= 1e-4 * max(1.0, abs(ours[0])) else
-             f"; your first loss {theirs[0]:.6g} already differs from the reference's {ours[0]:.6g} from the same "
+    first, ref_first = distinct(theirs[0], ours[0])
+    start = ("" if abs(theirs[0] - ours[0]) <= tolerance("forward", dtype).allowed(max(1.0, abs(ours[0]))) else
+             f"; your first loss {first} already differs from the reference's {ref_first} from the same "
              "weights, so the forward differs (see the reference check)")
     if not np.isfinite(theirs).all():
         k = int(np.argmin(np.isfinite(theirs)))

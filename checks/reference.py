@@ -14,13 +14,14 @@ import numpy as np
 
 from gradlab.diagnosis.causes import factor_pattern, position_pattern
 from gradlab.diagnosis.matcher import name_cause
-from gradlab.contract.errors import CheckFailure
+from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.contract.numbers import distinct
 from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILITIES, TOKEN_IDS
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.contract.records import heatmap, table
-from gradlab.execution.subject import (IGNORE_INDEX, accepts_keyword, call_cross_entropy, call_softmax, loss_inputs,
-                                      with_ignored)
+from gradlab.execution.harness import as_float_array
+from gradlab.execution.subject import (IGNORE_INDEX, _accepts, accepts_keyword, call_cross_entropy, call_softmax,
+                                       loss_inputs, with_ignored)
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.weights import load_reference, named_params, random_reference
 from gradlab.numerics.repeatable import require_repeatable
@@ -335,8 +336,9 @@ def _softmax(subject, rng):
     details = {"views": [table("per-output error", [row]), _heatmap(got, want, row)]}
     metrics = {"max_error": row["error"], "tolerance": tol.rtol}
     if row["ok"]:
-        return Outcome(f"matches the reference to {row['error']:.1e} of its scale ({tol.describe()})", metrics,
-                       details)
+        axes = _softmax_axes(subject, x)
+        return Outcome(f"matches the reference to {row['error']:.1e} of its scale ({tol.describe()}), and with "
+                       f"axis={', '.join(str(a) for a in axes)} on a {x.ndim}-d input", metrics, details)
     x64 = x.astype(np.float64)
     variants = [
         ("your softmax normalises over axis 0 (the batch); it must normalise over the last axis (axis=-1)",
@@ -354,6 +356,57 @@ def _softmax(subject, rng):
     raise CheckFailure(f"softmax: output differs from the reference at {where}: got {tg}, reference "
                        f"{tr} ({tol.describe()})" + (f"; {hint}" if hint else ""),
                        metrics, details)
+
+
+AXES = (0, 1, 2, -1, -2, -3)     # every axis of a 3-d input, by its positive and its negative name
+
+
+def _softmax_axes(subject, x):
+    """softmax(x, axis=a) for every axis of the 3-d input against the reference along that axis
+    (CONTRACT §3: softmax(x, axis=-1)). Returns the axes checked; raises naming the first wrong one."""
+    cfg = subject.cfg
+    target = subject.registration.target
+    if not _accepts(target, x, axis=-1):
+        raise CheckFailure("softmax: your function takes no axis argument; CONTRACT §3's signature is "
+                           "softmax(x, axis=-1): normalise along `axis` (max and sum with axis=axis, keepdims=True)")
+    x64 = x.astype(np.float64)
+    for axis in AXES:
+        what = f"softmax(x, axis={axis})"
+        out = as_float_array(subject.call(x.copy(), axis=axis, what=what), what, x.shape)
+        tol = _tolerance(cfg, out)
+        got = out.astype(np.float64)
+        want = _sm(x64, axis)
+        row = _row(what, got, want, tol)
+        if row["ok"]:
+            continue
+        variants = [
+            (f"your softmax normalises over the last axis whatever axis says; with axis={axis} it must take "
+             f"the max and the sum over axis {axis}", lambda: _sm(x64, -1)),
+            (f"your softmax subtracts the maximum over the last axis whatever axis says; with axis={axis} the "
+             f"maximum must be taken over axis {axis} too (x.max(axis=axis, keepdims=True)), or the shift is not "
+             "constant within what is normalised", lambda: _sm_shift(x64, axis, -1)),
+            (f"your softmax sums over the last axis whatever axis says; with axis={axis} the sum must be over "
+             f"axis {axis} too", lambda: _sm_sum(x64, axis, -1)),
+        ] + [(f"your softmax normalises over axis {b} when asked for axis={axis}", (lambda b: lambda: _sm(x64, b))(b))
+             for b in range(x.ndim) if b != axis % x.ndim and b != x.ndim - 1]
+        hint = _best_variant(got, variants, row["allowed"], float(np.abs(got - want).max()))
+        tg, tr = distinct(row["got"], row["reference"])
+        raise CheckFailure(
+            f"softmax: {what} differs from the reference at {_where(row['worst'], ['index 0', 'index 1', 'index 2'])}"
+            f": got {tg}, reference {tr} ({tol.describe()}); rows along axis {axis} must each sum to 1"
+            + (f"; {hint}" if hint else ""), {"axis": axis, "max_error": row["error"], "tolerance": tol.rtol},
+            {"views": [table(f"{what}: error", [row])]})
+    return AXES
+
+
+def _sm_shift(x, axis, shift_axis):
+    e = np.exp(x - x.max(axis=shift_axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _sm_sum(x, axis, sum_axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=sum_axis, keepdims=True)
 
 
 def _sm(x, axis):
@@ -389,10 +442,18 @@ def _loss(subject, rng):
     ref_fn = reference_impl().get(kind.name).target
     logits, targets = loss_inputs(subject, rng)
     padded = with_ignored(targets, rng)
+    # every use of ignore_index (CONTRACT §3): absent, an id inside the vocabulary, PyTorch's default -100
     runs = []
     padding = accepts_keyword(subject, "ignore_index")    # without it: unpadded targets only (see `signature`)
-    for ignore, tg in ((None, targets), (IGNORE_INDEX, padded))[:2 if padding else 1]:
-        loss, grad = call_cross_entropy(subject, logits.copy(), tg.copy(), ignore)   # copies: see _softmax
+    for ignore, tg in ((None, targets), (IGNORE_INDEX, padded),
+                       (TORCH_IGNORE, np.where(padded == IGNORE_INDEX, TORCH_IGNORE, padded)))[:3 if padding else 1]:
+        try:
+            loss, grad = call_cross_entropy(subject, logits.copy(), tg.copy(), ignore)   # copies: see _softmax
+        except StudentError as e:
+            if ignore != TORCH_IGNORE or "no ignore_index argument" in str(e):
+                raise
+            raise StudentError(f"with ignore_index={ignore} (PyTorch's default padding id, outside the vocabulary: "
+                               f"index nothing with it): {e}", where=e.where) from e.__cause__
         runs.append((ignore, tg, loss, grad))
     require_repeatable("cross_entropy(logits, targets)", np.float64(runs[0][2]),
                        np.float64(call_cross_entropy(subject, logits.copy(), targets.copy())[0]),
@@ -415,8 +476,8 @@ def _loss(subject, rng):
     details = {"views": [table("per-output error (relative to each output's scale)", rows),
                          _heatmap_ce(subject, logits, failures, worst_grad)]}
     if not failures:
-        which = "with and without ignore_index" if padding else \
-            "on targets without padding (your function takes no ignore_index: see the signature check)"
+        which = (f"without ignore_index and with ignore_index={IGNORE_INDEX} and {TORCH_IGNORE}" if padding else
+                 "on targets without padding (your function takes no ignore_index: see the signature check)")
         return Outcome(f"loss and grad_logits match the reference, {which} "
                        f"(max error {metrics['max_error']:.1e} of their scale; {tol.describe()}, and "
                        f"{IDIOM_EPS:.0e} / p[target] per row for an eps inside the log)", metrics, details)
@@ -433,6 +494,9 @@ def _loss(subject, rng):
     raise CheckFailure(f"cross_entropy: {what} (|diff| {row['abs_error']:.2e}, allowed {row['allowed']:.1e})"
                        + (f"; {hint}" if hint else "")
                        + (f"; also wrong: {', '.join(others)}" if others else ""), metrics, details)
+
+
+TORCH_IGNORE = -100     # torch.nn.CrossEntropyLoss's default ignore_index
 
 
 def _idiom_allowance(logits, targets, ignore, want_grad):

@@ -103,7 +103,8 @@ def repeated_ids(subject, rng):
         overwrite = ""
         control = ", while ids that occur once are right" if any(r not in repeated for r in rows) else ""
         if how.startswith("the exact"):
-            kept = [c for c in cells if np.allclose(got[token], g[c].astype(np.float64), rtol=1e-5, atol=1e-12)]
+            kept = [c for c in cells if np.allclose(got[token], g[c].astype(np.float64), atol=0,
+                                                    rtol=tolerance("exact_sum", cfg.np_dtype).rtol)]
             if kept:
                 overwrite = f" (it equals the upstream gradient at {kept[-1]} alone)"
         raise CheckFailure(

@@ -127,14 +127,14 @@ def cross_entropy(logits, targets, ignore_index=None):
 
 
 class Adam:
-    def __init__(self, lr, beta1, beta2, eps):
-        self.lr, self.b1, self.b2, self.eps = lr, beta1, beta2, eps
+    def __init__(self, lr, beta1, beta2, eps, weight_decay=0.0):
+        self.lr, self.b1, self.b2, self.eps, self.wd = lr, beta1, beta2, eps, weight_decay
         self.m, self.v, self.t = {}, {}, 0
 
     def step(self, params, grads):
         self.t += 1
         for k, p in params.items():
-            g = grads[k]
+            g = grads[k] + self.wd * p          # torch.optim.Adam's weight decay: L2, added to the gradient
             self.m[k] = self.b1 * self.m.get(k, 0) + (1 - self.b1) * g
             self.v[k] = self.b2 * self.v.get(k, 0) + (1 - self.b2) * g * g
             m_hat = self.m[k] / (1 - self.b1 ** self.t)
@@ -164,7 +164,7 @@ def build_embedding(cfg):
 
 @gradlab.register("adam")
 def build_adam(cfg):
-    return Adam(cfg.lr, cfg.beta1, cfg.beta2, cfg.eps)
+    return Adam(cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay)
 
 
 gradlab.register("softmax")(softmax)

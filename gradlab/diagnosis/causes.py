@@ -145,7 +145,7 @@ def _constant_factor(kind, name, a, n, context, cfg, what):
     c = _fit_factor(a, n)
     if c is None:
         return None
-    if abs(c + 1) <= 1e-3:
+    if abs(c + 1) <= MATCH:
         return f"{what} is the negative of the right one everywhere: the sign is flipped"
     label = name_factor(c, cfg)
     if label:
@@ -162,7 +162,7 @@ def _fit_factor(got, want):
     if ww == 0 or not np.any(got):
         return None
     c = float(np.sum(got * want)) / ww
-    if abs(c - 1) < 1e-3 or not _close(got, c * want, max(float(np.abs(got).max()), abs(c) * float(np.abs(want).max()))):
+    if abs(c - 1) < MATCH or not _close(got, c * want, max(float(np.abs(got).max()), abs(c) * float(np.abs(want).max()))):
         return None
     return c
 
@@ -193,7 +193,7 @@ def name_factor(c, cfg):
     for label, v in sizes:
         if v != 1:
             candidates += [(float(v), label), (1.0 / v, f"1/{label.split(' (')[0]}")]
-    names = [label for v, label in candidates if abs(c - v) <= 1e-3 * abs(v)]
+    names = [label for v, label in candidates if abs(c - v) <= MATCH * abs(v)]
     if not names:
         return None
     head = names[0] if len(names) == 1 else f"{names[0]} (or {', '.join(names[1:])}: equal at this size)"
@@ -320,7 +320,7 @@ def factor_pattern(got, want, cfg, what="your output"):
             return (f"{what} differs from the reference by the same vector at every position: a bias is "
                     "missing, added twice, or taken from the wrong parameter")
         return None
-    if abs(c + 1) <= 1e-3:
+    if abs(c + 1) <= MATCH:
         return f"{what} is the negative of the reference: the sign is flipped"
     label = name_factor(c, cfg)
     tail = f", a constant factor of {label}{_factor_advice(label)}" if label else ": a constant factor"

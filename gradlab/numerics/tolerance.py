@@ -92,6 +92,10 @@ TABLE = {
 # parameters is far more).
 TWIN_MATCH = 1e-3
 
+# checks/backward.py, in eps of the module's coarsest dtype times the largest gradient entry:
+BACKWARD_REPEAT_ULPS = 100      # backward twice after one forward: BLAS may reorder sums
+BACKWARD_LINEAR_ULPS = 1e4      # backward(a g1 + b g2) against a backward(g1) + b backward(g2): three calls' rounding
+
 # gradlab.diagnosis.causes: two arrays (analytical against a per-element finite-difference map) fit a
 # pattern when they agree to this fraction of their scale: loose enough for float32 and finite-difference
 # noise, far tighter than any bug the patterns name.
