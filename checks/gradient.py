@@ -38,8 +38,8 @@ from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, LOS
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.numerics.engine import EPS, Engine, Tensor, eps_of, random_direction
 from gradlab.numerics.repeatable import require_repeatable
-from gradlab.numerics.tolerance import (NOISE_CANNOT_JUDGE, TWIN_MATCH, division_idiom, idiom_allowance,
-                                        idiom_row_bound)
+from gradlab.numerics.tolerance import (IDIOM_WALK, NOISE_CANNOT_JUDGE, TWIN_MATCH, division_idiom,
+                                        idiom_allowance, idiom_row_bound)
 from gradlab.contract.records import heatmap, table
 from gradlab.execution.subject import (IGNORE_INDEX, Subject, accepts_keyword, call_cross_entropy, loss_inputs,
                                       randomize_params, with_ignored)
@@ -63,6 +63,7 @@ class Problem:
         self.f0 = None                # f at the unperturbed point, when already known
         self.idiom = None             # dirs -> a sound idiom's allowance along dirs (None: the engine's default)
         self.strict = None            # dirs -> dirs along which no sound idiom can move f (loss kinds)
+        self.element_idiom = None     # tensor index -> per-element allowance for the idiom (or None)
 
 
 def _eps(*arrays):
@@ -186,6 +187,9 @@ class ModuleSetup:
         shortfall = division_idiom(getattr(self.module, "attn_weights", None)) if kind.has(ATTN_WEIGHTS) else 0.0
         problem.idiom = lambda dirs: idiom_allowance([t.analytical * d for t, d in zip(tensors, dirs)
                                                       if d is not None], shortfall)
+        # per element: "of its size", the tensor's largest entry (the idiom shifts the sums the elements come from)
+        problem.element_idiom = lambda i: (IDIOM_WALK * shortfall * float(np.abs(tensors[i].analytical).max(initial=0.0))
+                                           if shortfall else None)
         if self.twin is None:
             problem.f0 = float(np.sum(terms))    # exactly what f() computes at the unperturbed point
         return problem
@@ -299,7 +303,9 @@ class LossSetup:
         # grad was computed from `logits`: a float32 computation stays float32-accurate even when a
         # division by an int64 count promotes the returned array to float64
         problem = Problem(tensors, f, f_abs, eps_num, _eps(logits, grad), numerics, context, label)
-        problem.idiom, problem.strict = _loss_idiom(logits, targets, ignore, tensors[0].analytical)
+        problem.idiom, problem.strict, row_bound = _loss_idiom(logits, targets, ignore, tensors[0].analytical)
+        a = tensors[0].analytical
+        problem.element_idiom = lambda i: (np.abs(a).reshape(-1, a.shape[-1]) * row_bound[:, None]).reshape(a.shape)
         return problem
 
 
@@ -310,7 +316,10 @@ def _loss_idiom(logits, targets, ignore, analytical):
     - idiom(dirs): along any direction, that is at most sum_r bound_r |<a_r, d_r>|;
     - strict(dirs): d with each counted row made orthogonal to the student's own row a_r, along which
       a whole-row scale moves nothing: there no allowance is needed, and one element off by a
-      relative 1e-4 is caught as sharply as without any idiom."""
+      relative 1e-4 is caught as sharply as without any idiom. Each row also gets a constant c_r
+      added (c_r taken from d itself): the loss does not move when a row of logits is shifted (softmax
+      is shift-invariant, eps or not), a correct row sums to 0 so the product stays 0, and the target
+      entry, which dominates a_r and would vanish from the projection, keeps a full-sized component."""
     V = logits.shape[-1]
     z = logits.astype(np.float64).reshape(-1, V)
     t = np.asarray(targets).reshape(-1)
@@ -329,9 +338,10 @@ def _loss_idiom(logits, targets, ignore, analytical):
     def strict(dirs):
         d = dirs[0].reshape(-1, V)
         along = np.where(project, (a * d).sum(axis=1) / np.where(project, norms, 1.0), 0.0)
-        return [(d - along[:, None] * a).reshape(dirs[0].shape)]
+        shift = np.where(project, d[:, 0], 0.0)
+        return [(d - along[:, None] * a + shift[:, None]).reshape(dirs[0].shape)]
 
-    return idiom, strict
+    return idiom, strict, bound
 
 
 def loss_diagnosis(kind, grad, context):
@@ -477,7 +487,7 @@ def judge(subject, setup, rng):
                 dirs = sharp
         else:
             joint = engine.directional(dirs)
-        if joint.kinky and resamples < MAX_RESAMPLES:
+        if (joint.kinky or joint.unstable) and resamples < MAX_RESAMPLES:
             kink_at.append(f"slope jump {joint.kink:.3g}")
             resamples += 1
             calls += engine.calls
@@ -491,6 +501,17 @@ def judge(subject, setup, rng):
                  f"e.g. ReLU at exactly 0 or a tie in a max) made finite differences meaningless there"
                  if resamples else "")
     float_note = "" if problem.numerics == "float64" else f"; numerical side in {problem.numerics}"
+    if joint.ok and joint.magnitude == 0:
+        raise CannotJudge(
+            f"every gradient{problem.label} is exactly 0 along a random direction, and so is the numerical "
+            "derivative: the output does not move with the input or the parameters here, so there is nothing to "
+            "compare. Does forward use its input and its parameters?")
+    if joint.unstable and not joint.kinky:
+        raise CannotJudge(
+            f"finite differences of the objective{problem.label} contradict themselves: at two step sizes they "
+            f"give {joint.numerical:.6g} and a value outside each other's error bounds, at each of the "
+            f"{resamples + 1} inputs tried, so the objective is not smooth at the scale of the step. Does forward "
+            "compute in a coarser precision than it returns (float16 inside), or round its output?")
     if joint.relative_tolerance > NOISE_CANNOT_JUDGE:
         raise CannotJudge(
             f"finite differences of the objective{problem.label} are drowned in noise: they allow an error of "
@@ -532,7 +553,7 @@ def judge(subject, setup, rng):
     for i in bad[:MAX_LOCALISED]:
         t = problem.tensors[i]
         if t.array.size <= FULL_MAP_MAX_ELEMENTS:
-            emap = engine.element_map(i)
+            emap = engine.element_map(i, allowance=problem.element_idiom and problem.element_idiom(i))
             located[i] = ("map", emap.worst, emap)
             err = np.abs(t.analytical - emap.numerical)
             shape2 = (int(np.prod(t.array.shape[:-1])), t.array.shape[-1]) if t.array.ndim else (1, 1)
@@ -562,9 +583,9 @@ def judge(subject, setup, rng):
         ta, tn = distinct(e.analytical, e.numerical)
         detail = (f"worst at index {_index_text(kind, cfg, t.name, t.array.shape, e.index)}: analytical "
                   f"{ta}, numerical {tn} (tolerance {e.tolerance:.2g})")
-        offending = [e for e in elements if e.error > e.tolerance]
+        offending = [e for e in elements if e.error > e.tolerance]   # e.tolerance includes any idiom allowance
         if how == "map" and len(offending) > 1:
-            n_bad = int(np.sum(np.abs(t.analytical - info.numerical) > info.tolerance))
+            n_bad = int(np.sum(np.abs(t.analytical - info.numerical) > info.allowed))
             detail += f"; {n_bad} of {t.array.size} elements are off"
         elif how == "bisection" and info.widespread:
             detail += f"; the error is spread over many elements (at least {info.groups_failed} groups fail)"

@@ -392,8 +392,8 @@ def _softmax_axes(subject, x):
         hint = _best_variant(got, variants, row["allowed"], float(np.abs(got - want).max()))
         tg, tr = distinct(row["got"], row["reference"])
         raise CheckFailure(
-            f"softmax: {what} differs from the reference at {_where(row['worst'], ['index 0', 'index 1', 'index 2'])}"
-            f": got {tg}, reference {tr} ({tol.describe()}); rows along axis {axis} must each sum to 1"
+            f"softmax: {what} differs from the reference at index {tuple(row['worst'])}: got {tg}, reference {tr} "
+            f"({tol.describe()}); the entries along axis {axis} must each be normalised to sum to 1"
             + (f"; {hint}" if hint else ""), {"axis": axis, "max_error": row["error"], "tolerance": tol.rtol},
             {"views": [table(f"{what}: error", [row])]})
     return AXES

@@ -49,6 +49,7 @@ KINK_FRACTION = 0.1          # a kink explains a failure when its jump is >= thi
 KINK_NOISE = 20.0            # ... and clearly above the noise
 NOISE_CAP = 100.0            # f's measured rounding noise is trusted up to this x eps * sum|terms|
 MAX_GROUPS = 4               # bisection follows at most this many failing groups per level
+UNSTABLE_FRACTION = 0.1      # a first step whose error bound is this fraction of the derivative's size
 
 
 _POOL_SIZE = 1 << 16
@@ -106,6 +107,8 @@ class Directional:
     step: float
     calls: int
     noise_ratio: float = 0.0  # measured rounding of f / its floor eps * sum|terms|
+    raw_noise: float = 0.0    # the measured noise of the derivative along d, uncapped (2 x f's noise / h)
+    unstable: bool = False    # a second, smaller step contradicted the first beyond both error bounds
 
     @property
     def ok(self):
@@ -151,6 +154,7 @@ class ElementMap:
     tolerance: float          # per element (absolute)
     calls: int
     worst: list = field(default_factory=list)   # [Element], worst first
+    allowed: object = None    # per element: tolerance + any idiom allowance (array), set by element_map
 
 
 @dataclass
@@ -242,10 +246,17 @@ class Engine:
             factor = min(0.5, max(1 / 64, (result.noise / result.truncation) ** (1 / 3)))
             again = self._directional(dirs, h * factor, magnitude, count)
             again.calls += result.calls
-            if again.tolerance < result.tolerance:
+            # for a smooth f the smaller step's estimate lies within the first's error bound, and the first's
+            # bound is small beside the derivative; when either fails and the smaller step then disagrees, f is
+            # not smooth at the scale of the step (a kink crossed, or quantised: float16 inside, a rounding)
+            first = result
+            if again.tolerance < first.tolerance:
                 result = again
             else:
                 result.calls = again.calls
+            result.unstable = not result.ok and (
+                abs(again.numerical - first.numerical) > first.tolerance + again.tolerance
+                or first.tolerance > UNSTABLE_FRACTION * max(magnitude, 1e-300))
         return result
 
     def _directional(self, dirs, h, magnitude, count):
@@ -276,7 +287,7 @@ class Engine:
         kink = abs(fourth) / h
         numerical = (4 * n2 - n1) / 3
         return Directional(a2, numerical, residual, tolerance, truncation, noise, kink, magnitude, count, h,
-                           self.calls - calls, measured / max(floor, 1e-300))
+                           self.calls - calls, measured / max(floor, 1e-300), 2 * measured / h)
 
     def tensor_dirs(self, full, which):
         """The joint direction `full` restricted to the tensors in `which`."""
@@ -333,8 +344,10 @@ class Engine:
         dirs[i] = part.reshape(self.tensors[i].array.shape)
         return dirs
 
-    def element_map(self, i, top=5):
-        """The full per-element central-difference map of tensor i (the naive loop)."""
+    def element_map(self, i, top=5, allowance=None):
+        """The full per-element central-difference map of tensor i (the naive loop). allowance: an
+        array (tensor i's shape) added to each element's tolerance for what a sound idiom may change;
+        the worst elements are those furthest beyond tolerance + allowance."""
         calls = self.calls
         t = self.tensors[i]
         arr, orig64 = t.array, self._originals64[i]
@@ -354,10 +367,15 @@ class Engine:
         tolerance = (SAFETY * self.noise_f / self.element_step + ELEMENT_ROUNDING * self.eps_analytical * scale
                      + SAFETY * self.element_step ** 2 * scale)
         err = np.abs(t.analytical - num)
-        order = np.argsort(err, axis=None)[::-1][:top]
+        allowed = tolerance + (0.0 if allowance is None else np.asarray(allowance, dtype=np.float64))
+        excess = np.broadcast_to(err - allowed, err.shape)
+        order = np.argsort(excess, axis=None)[::-1][:top]
         worst = [Element(tuple(int(j) for j in np.unravel_index(k, arr.shape)), float(t.analytical.flat[k]),
-                         float(num.flat[k]), tolerance) for k in order if err.flat[k] > 0]
-        return ElementMap(num, tolerance, self.calls - calls, worst)
+                         float(num.flat[k]), float(np.broadcast_to(allowed, err.shape).flat[k]))
+                 for k in order if err.flat[k] > 0]
+        emap = ElementMap(num, tolerance, self.calls - calls, worst)
+        emap.allowed = np.broadcast_to(allowed, err.shape)
+        return emap
 
 
 @contextlib.contextmanager
