@@ -20,8 +20,8 @@ from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILI
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.contract.records import heatmap, table
 from gradlab.execution.harness import as_float_array
-from gradlab.execution.subject import (IGNORE_INDEX, _accepts, accepts_keyword, call_cross_entropy, call_softmax,
-                                       loss_inputs, with_ignored)
+from gradlab.execution.subject import (IGNORE_INDEX, accepts_keyword, call_cross_entropy, call_softmax, loss_inputs,
+                                       with_ignored)
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.weights import load_reference, named_params, random_reference
 from gradlab.numerics.repeatable import require_repeatable
@@ -365,8 +365,7 @@ def _softmax_axes(subject, x):
     """softmax(x, axis=a) for every axis of the 3-d input against the reference along that axis
     (CONTRACT §3: softmax(x, axis=-1)). Returns the axes checked; raises naming the first wrong one."""
     cfg = subject.cfg
-    target = subject.registration.target
-    if not _accepts(target, x, axis=-1):
+    if not accepts_keyword(subject, "axis"):
         raise CheckFailure("softmax: your function takes no axis argument; CONTRACT §3's signature is "
                            "softmax(x, axis=-1): normalise along `axis` (max and sum with axis=axis, keepdims=True)")
     x64 = x.astype(np.float64)
