@@ -39,7 +39,7 @@ from gradlab.execution.loader import reference as reference_impl
 from gradlab.numerics.engine import EPS, Engine, Tensor, eps_of, random_direction
 from gradlab.numerics.repeatable import require_repeatable
 from gradlab.numerics.tolerance import (IDIOM_WALK, NOISE_CANNOT_JUDGE, TWIN_MATCH, division_idiom,
-                                        idiom_allowance, idiom_row_bound)
+                                        idiom_allowance, idiom_row_bound, kept_attention)
 from gradlab.contract.records import heatmap, table
 from gradlab.execution.subject import (IGNORE_INDEX, Subject, accepts_keyword, call_cross_entropy, loss_inputs,
                                       randomize_params, with_ignored)
@@ -183,8 +183,10 @@ class ModuleSetup:
         f_abs = float(np.sum(np.abs(terms)))
         problem = Problem(tensors, f, f_abs, eps_num, eps_an, numerics, context)
         # a softmax normalised by (sum + eps), eps <= IDIOM_EPS, moves every gradient by eps / sum of itself:
-        # its kept weights show how much (0 for modules that keep none, or whose rows sum to 1)
-        shortfall = division_idiom(getattr(self.module, "attn_weights", None)) if kind.has(ATTN_WEIGHTS) else 0.0
+        # the attention weights the module (or its parts) kept show how much (0 when none are kept, or their
+        # rows sum to 1); a float64 copy keeps its own
+        holder = self.twin[0] if self.twin is not None else self.module
+        shortfall = max([division_idiom(a) for a in kept_attention(holder)], default=0.0)
         problem.idiom = lambda dirs: idiom_allowance([t.analytical * d for t, d in zip(tensors, dirs)
                                                       if d is not None], shortfall)
         # per element: "of its size", the tensor's largest entry (the idiom shifts the sums the elements come from)

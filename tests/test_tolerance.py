@@ -87,6 +87,7 @@ IDIOMS = [  # file, kind, the checks its idiom could trip
     ("tol_ok_ce_log_eps.py", "cross_entropy", ["reference", "gradient"]),
     ("tol_ok_softmax_div_eps.py", "softmax", ["reference", "softmax_rows"]),
     ("tol_ok_attention_div_eps.py", "attention", ["reference", "gradient", "softmax_rows"]),
+    ("tol_ok_block_div_eps.py", "block", ["reference", "gradient"]),
 ]
 
 

@@ -157,6 +157,36 @@ def idiom_allowance(products, relative):
     return IDIOM_WALK * relative * float(np.sqrt(sum(float(np.sum(p * p)) for p in products)))
 
 
+def kept_attention(module, depth=4):
+    """Every `attn_weights` array a module keeps, on itself or on its parts (attributes, lists, tuples
+    and dicts of objects, `depth` levels down): a block or an LM keeps its attentions' weights there."""
+    found, seen, level = [], set(), [module]
+    for _ in range(depth + 1):
+        nxt = []
+        for obj in level:
+            if id(obj) in seen or isinstance(obj, (np.ndarray, str, bytes, int, float, type)):
+                continue
+            seen.add(id(obj))
+            if isinstance(obj, (list, tuple)):
+                nxt.extend(obj)
+                continue
+            if isinstance(obj, dict):
+                nxt.extend(obj.values())
+                continue
+            try:
+                attrs = object.__getattribute__(obj, "__dict__")     # no property of the student's code runs
+            except (AttributeError, TypeError):
+                continue
+            if not isinstance(attrs, dict):
+                continue
+            weights = attrs.get("attn_weights")
+            if isinstance(weights, np.ndarray):
+                found.append(weights)
+            nxt.extend(v for k, v in attrs.items() if k != "attn_weights")
+        level = nxt
+    return found
+
+
 def division_idiom(attn_weights):
     """How far the softmax rows a module kept fall short of 1, when by no more than a sound
     e / (e.sum() + eps) with eps <= IDIOM_EPS makes them (1 - eps / sum): the relative amount
