@@ -62,19 +62,19 @@ def test_text_overrides_are_parsed_to_the_field_type():
 
 
 @pytest.mark.parametrize("overrides, words", [
-    ({"d_model": "abc"}, "--set d_model=abc: d_model takes int values, e.g. --set d_model=12"),
-    ({"d_model": "12.5"}, "d_model takes int values"),
+    ({"d_model": "abc"}, "--set d_model=abc: d_model takes int values; e.g. --set d_model=12"),
+    ({"d_model": "12.5"}, "d_model=12.5: must be a whole number; e.g. --set d_model=12"),
     ({"eps": "small"}, "eps takes float values"),
     ({"dmodel": 8}, "unknown config field 'dmodel'; did you mean 'd_model'?"),
     ({"extra": 1}, "unknown config field 'extra'"),
-    ({"d_model": 7}, "d_model=7 is not divisible by num_heads=2"),
-    ({"d_model": 0}, "d_model=0 must be at least 1"),
-    ({"seq_len": 20}, r"seq_len=20 is larger than max_len=8; raise max_len too \(--set max_len=20\)"),
-    ({"dtype": "int32"}, "dtype='int32' is not a floating type; use float32 or float64"),
-    ({"dtype": "float16"}, "dtype='float16' is not supported; use float32 or float64"),
-    ({"dtype": "fp32"}, "dtype='fp32' is not a NumPy dtype"),
-    ({"eps": -1}, "eps=-1 must be positive"),
-    ({"lr": 0}, "lr=0 must be positive"),
+    ({"d_model": 7}, "d_model=7: is not divisible by num_heads=2"),
+    ({"d_model": 0}, "d_model=0: must be an integer of at least 1"),
+    ({"seq_len": 20}, r"seq_len=20: is larger than max_len=8 .*; raise max_len too \(--set max_len=20\)"),
+    ({"dtype": "int32"}, "dtype='int32': is not a floating type; use float32 or float64"),
+    ({"dtype": "float16"}, "dtype='float16': is not supported: float16 keeps 3 decimal digits.*; use float32 or float64"),
+    ({"dtype": "fp32"}, "dtype='fp32': is not a NumPy dtype"),
+    ({"eps": -1}, r"eps=-1: must be a number in \(0, 1\]"),
+    ({"lr": 0}, r"lr=0: must be a number in \[1e-08, 100\]"),
 ], ids=lambda v: str(v) if isinstance(v, dict) else None)
 def test_bad_overrides_say_what_to_fix(overrides, words):
     with pytest.raises(UsageError, match=words):

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gradlab.contract import options
 from gradlab.contract.errors import UsageError
 
 
@@ -36,28 +37,11 @@ class Config:
     extra: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
-        try:
-            np.dtype(self.dtype)
-        except TypeError:
-            raise UsageError(f"dtype={self.dtype!r} is not a NumPy dtype; use float32 or float64") from None
-        if np.dtype(self.dtype).name not in ("float32", "float64"):
-            what = "is not a floating type" if np.dtype(self.dtype).kind != "f" else "is not supported"
-            raise UsageError(f"dtype={self.dtype!r} {what}; use float32 or float64")
-        for name, example in (("eps", "1e-5"), ("lr", "1e-3")):
-            if not getattr(self, name) > 0:
-                raise UsageError(f"{name}={getattr(self, name)} must be positive, e.g. --set {name}={example}")
-        for name in ("batch_size", "seq_len", "d_model", "num_heads", "d_ff", "vocab_size", "max_len", "n_layers"):
-            if getattr(self, name) < 1:
-                raise UsageError(f"{name}={getattr(self, name)} must be at least 1")
-        if self.vocab_size < 2:
-            raise UsageError(f"vocab_size={self.vocab_size}: a vocabulary needs at least 2 tokens to predict "
-                             "(and one of them serves as the ignored padding id); e.g. --set vocab_size=11")
-        if self.d_model % self.num_heads:
-            raise UsageError(f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}; "
-                             "pick d_model as a multiple of num_heads")
-        if self.seq_len > self.max_len:
-            raise UsageError(f"seq_len={self.seq_len} is larger than max_len={self.max_len}; "
-                             f"raise max_len too (--set max_len={self.seq_len})")
+        # every field through the one table of types and ranges (gradlab/contract/options.py)
+        for name in options.FIELDS:
+            object.__setattr__(self, name, options.check_field(name, getattr(self, name)))
+        object.__setattr__(self, "dtype", options.check_dtype(self.dtype))
+        options.check_config(self)
 
     @property
     def d_k(self):
@@ -87,18 +71,21 @@ FIELDS = {f.name: f for f in dataclasses.fields(Config) if f.name != "extra"}
 
 
 def parse_value(name, text):
-    """Turn the text of `--set name=value` into the field's type."""
+    """Turn the text of `--set name=value` into a number for the numeric fields
+    (their rule in options.FIELDS then checks type and range); text stays text."""
     f = FIELDS[name]
     kind = f.type if isinstance(f.type, type) else {"int": int, "float": float, "str": str}[f.type]
+    if kind is str:
+        return text
     try:
-        if kind is int:
-            value = float(text)
-            if value != int(value):
-                raise ValueError
-            return int(value)
-        return kind(text)
+        return int(text)
     except ValueError:
-        raise UsageError(f"--set {name}={text}: {name} takes {kind.__name__} values, e.g. --set {name}={f.default}") from None
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"--set {name}={text}: {name} takes {kind.__name__} values; "
+                         f"e.g. --set {name}={f.default}") from None
 
 
 def make_config(base=None, **overrides):
@@ -106,8 +93,8 @@ def make_config(base=None, **overrides):
     for name in overrides:
         if name not in FIELDS:
             close = difflib.get_close_matches(name, FIELDS, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; fields are: {', '.join(FIELDS)}"
-            raise UsageError(f"unknown config field {name!r}{hint}")
+            hint = f"did you mean {close[0]!r}?" if close else f"fields are: {', '.join(FIELDS)}"
+            raise UsageError(f"unknown config field {name!r}; {hint}")
     overrides = {k: parse_value(k, v) if isinstance(v, str) and FIELDS[k].type not in (str, "str") else v
                  for k, v in overrides.items()}
     if "dtype" in overrides:
@@ -119,5 +106,5 @@ def _is_dtype(value):
     try:
         np.dtype(value)
         return True
-    except TypeError:
+    except (TypeError, ValueError):
         return False

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gradlab.contract import suite
+from gradlab.contract import options, suite
 from gradlab.contract.config import Config, make_config
 from gradlab.contract.errors import CheckFailure, CheckSkipped, StudentError, UsageError
 from gradlab.contract.kinds import KINDS, get_kind
@@ -70,6 +70,19 @@ def kind_names(kinds):
     return names or None
 
 
+def check_options(impl, checks, seed, overrides):
+    """The options of a run, each against its rule (gradlab/contract/options.py),
+    before the implementation is imported: a UsageError naming the first bad one.
+    Returns the seed (None: a fresh one is drawn)."""
+    options.check_impl(impl)
+    options.check_checks(checks)
+    if "seed" in (overrides or {}):
+        raise options.refuse(f"seed={overrides['seed']}", "the seed is not a cfg field to set",
+                             f"use --seed {overrides['seed']} (gradlab.check(..., seed=N))")
+    make_config(**(overrides or {}))
+    return options.check_seed(seed)
+
+
 @dataclass
 class Plan:
     """One implementation, the kinds and checks to run on it, one seed and cfg overrides.
@@ -86,7 +99,9 @@ class Plan:
     loaded: object = None      # impl already loaded (loader.Implementation), to import a file once per process
 
     def __post_init__(self):
-        self.seed = new_seed() if self.seed is None else int(self.seed)
+        # every option is checked (gradlab/contract/options.py) before the file is imported or anything runs
+        self.seed = check_options(self.impl, self.checks, self.seed, self.overrides)
+        self.seed = new_seed() if self.seed is None else self.seed
         self.overrides = dict(self.overrides or {})
         self.wanted = check_names(self.checks)
         asked = None if self.kinds in (None, "all") else kind_names(self.kinds)
@@ -102,6 +117,9 @@ class Plan:
             self.kind_list = [k for k in KINDS if k in asked]
         self._configs = {}
         self._preconditions = {}
+        for kind in self.kind_list:   # every kind's sizes, before any kind runs
+            options.check_sizes(kind, self.config(kind), [c.name for c in self.checks_for(kind)],
+                                set(self.overrides))
 
     # ---- what will run ---------------------------------------------------------
     def registration(self, kind):

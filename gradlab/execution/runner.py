@@ -4,6 +4,7 @@ the grader and the report are thin layers over the same Plan."""
 import contextlib
 
 from gradlab.contract.records import RunResult
+from gradlab.contract import options
 from gradlab.execution import harness
 from gradlab.execution.plan import PRECONDITION, Plan, config_for, new_seed, rng_for, run_one
 
@@ -27,6 +28,7 @@ def run(plan, on_record=None):
 @contextlib.contextmanager
 def time_limit(timeout):
     """The limit for one call into student code while the block runs (None: the default)."""
+    timeout = options.check_timeout(timeout)
     previous_timeout = harness.get_timeout()
     harness.install_alarm_handler()   # once per run: something may have replaced it since the last
     if timeout is not None:

@@ -12,6 +12,7 @@ import time
 
 from gradlab import __version__
 from gradlab.execution import harness
+from gradlab.contract import options
 from gradlab.contract.errors import UsageError
 
 EXAMPLES = """\
@@ -29,8 +30,15 @@ exit status: 0 all passed, 1 a check failed or your code raised, 2 the command c
 SYMBOL = {"pass": "PASS", "fail": "FAIL", "error": "ERROR", "skip": "skip"}
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with its mistakes said in one line like every other usage error."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}; see {self.prog} --help\n")
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gradlab", description="Verify hand-written NumPy neural-network modules.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"gradlab {__version__}")
@@ -45,7 +53,7 @@ def build_parser():
     c.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a cfg field, e.g. --set d_model=64 (repeatable)")
     c.add_argument("--seed", type=int, help="seed for inputs and directions (default: fresh each run, printed)")
-    c.add_argument("--dtype", choices=["float32", "float64"], help="dtype the module is built with")
+    c.add_argument("--dtype", metavar="{float32,float64}", help="dtype the module is built with")
     c.add_argument("--timeout", type=float, default=harness.DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"limit for one call into your code (default {harness.DEFAULT_TIMEOUT:g})")
     c.add_argument("--json", metavar="PATH", help="write the result as JSON to PATH")
@@ -87,8 +95,10 @@ def parse_overrides(pairs, dtype):
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():
             raise UsageError(f"--set {pair}: write it as FIELD=VALUE, e.g. --set d_model=64")
+        if name.strip() == "seed":
+            raise options.refuse(f"--set {pair}", "the seed is not a cfg field to set", f"use --seed {value.strip()}")
         overrides[name.strip()] = value.strip()
-    if dtype:
+    if dtype is not None:
         overrides["dtype"] = dtype
     return overrides
 
@@ -97,10 +107,16 @@ def cmd_check(args):
     from gradlab.execution.plan import Plan
     from gradlab.execution.runner import run, time_limit
     overrides = parse_overrides(args.overrides, args.dtype)
-    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
-        # say so before the checks run, not with a traceback after them
-        raise UsageError(f"--json {args.json}: the folder {os.path.dirname(os.path.abspath(args.json))} "
-                         "does not exist; create it or choose another path")
+    # output paths are checked before the checks run, not with a traceback after them
+    if args.json is not None:
+        options.check_output_path("--json", args.json, "result.json")
+    report_path = None
+    if args.report is not None:
+        report_path = args.report if isinstance(args.report, str) else os.path.join("reports", f"{args.kind}.html")
+        options.check_output_path("--report", report_path, f"reports/{args.kind}.html", make_folders=True)
+    if args.json is not None and report_path and os.path.abspath(args.json) == os.path.abspath(report_path):
+        raise options.refuse(f"--json {args.json} --report {report_path}", "both write the same file",
+                             "give them different names")
     progress = None
 
     def on_record(kind_result, record):
@@ -132,12 +148,12 @@ def cmd_check(args):
               f"{total['skip']} skipped" + (f"; not passing: {', '.join(failing)}" if failing else ""))
     if printed:
         print(f"(your code printed {printed} lines while it was checked; -v shows them)")
-    if args.json:
+    if args.json is not None:
         with open(args.json, "w") as fh:
             json.dump(result.to_dict(), fh, indent=2)
-    if args.report:
+    if report_path:
         from gradlab.frontends.report import write_report   # jinja2 and matplotlib: only when a report is asked for
-        path = args.report if isinstance(args.report, str) else os.path.join("reports", f"{args.kind}.html")
+        path = report_path
         write_report(result, path, replay=plan.replay())
         print(f"report: {path}")
     if not result.passed:

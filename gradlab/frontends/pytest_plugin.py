@@ -24,6 +24,7 @@ import shlex
 
 import pytest
 
+from gradlab.contract import options
 from gradlab.frontends import testing
 from gradlab.contract.errors import UsageError
 
@@ -49,6 +50,13 @@ def pytest_configure(config):
         raise pytest.UsageError("--gradlab-kind needs --gradlab-impl PATH (the file to check; "
                                 "--gradlab-impl reference checks gradlab's own modules)")
     workerinput = getattr(config, "workerinput", None)
+    try:   # options are checked before anything is collected or run, as the CLI does
+        options.check_seed(config.getoption("gradlab_seed"), "--gradlab-seed")
+        if config.getoption("gradlab_report") is not None and workerinput is None:
+            options.check_output_path("--gradlab-report", config.getoption("gradlab_report"), "report.html",
+                                      make_folders=True)
+    except UsageError as e:
+        raise pytest.UsageError(f"gradlab: {e}") from None
     if workerinput is not None and "gradlab_seed" in workerinput:
         seed = workerinput["gradlab_seed"]        # an xdist worker: the controller's seed
     elif config.getoption("gradlab_seed") is not None:
@@ -116,7 +124,7 @@ class GradlabSession:
             self.records.append(record)
 
     def pytest_sessionfinish(self, session):
-        if self.report_path and not self.is_worker:
+        if self.report_path is not None and not self.is_worker:
             from gradlab.frontends.report import write_report
             results = assemble(self.records, self.impls)
             write_report(results, self.report_path, replay=self.replay(), title=None)

@@ -22,8 +22,9 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from gradlab.contract import options
 from gradlab.execution import loader
-from gradlab.execution.plan import Plan, new_seed
+from gradlab.execution.plan import Plan, check_options, new_seed
 from gradlab.contract.errors import UsageError
 from gradlab.contract.kinds import get_kind
 from gradlab.contract.records import ERROR, FAIL, SKIP
@@ -84,6 +85,7 @@ def cases(impl=None, kinds=None, checks=None, **overrides):
     (or those in `kinds`) x every check that applies (or those in `checks`), in
     a fixed order: kinds as in `gradlab list`, checks in run order.
     Raises UsageError when the implementation cannot be loaded."""
+    check_options(impl, _names(checks), 0, overrides)   # before the file is imported
     p = Plan(impl, kinds=_names(kinds), checks=_names(checks), seed=0, overrides=overrides,
              loaded=implementation(impl))
     frozen = tuple(sorted(overrides.items()))
@@ -128,7 +130,7 @@ def run_case(case, seed=None):
     """Run one CheckCase (after its kind's precondition); returns (CheckRecord, seed).
     Also leaves the full record for the pytest plugin to attach to the report."""
     global _last_record
-    seed = session_seed() if seed is None else int(seed)
+    seed = session_seed() if seed is None else options.check_seed(seed, "seed")
     p = plan(case, seed)
     record = p.run_check(case.kind, case.check)
     _last_record = jsonable({"impl": p.loaded.name, "kind": case.kind, "seed": seed,
