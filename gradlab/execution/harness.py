@@ -187,9 +187,11 @@ def as_float_array(value, what, shape, hint=""):
             value = np.asarray(value)
         else:
             raise StudentError(f"{what} returned {describe(value)}; it must return a NumPy array of shape {shape}")
+    value = plain_array(value, what)
     if value.dtype.kind not in "f":
         raise StudentError(f"{what} returned an array of dtype {value.dtype}; it must be floating point "
                            "(an integer array truncates everything: check the dtype of your parameters)")
+    unsupported_precision(value.dtype, f"{what} returned an array of dtype {value.dtype}")
     if tuple(value.shape) != tuple(shape):
         raise StudentError(f"{what} returned shape {tuple(value.shape)}; expected {tuple(shape)}{hint}")
     bad = ~np.isfinite(value)
@@ -199,3 +201,32 @@ def as_float_array(value, what, shape, hint=""):
         raise StudentError(f"{what} returned {word} at index {index} ({int(bad.sum())} non-finite values) "
                            "on ordinary inputs")
     return value
+
+
+def plain_array(value, what):
+    """An ndarray subclass as a plain ndarray: one that behaves like an array
+    (it only adds attributes) is judged by its numbers. A masked array with
+    masked entries is named: a masked entry has no number to judge, and its
+    arithmetic differs from an array's (so it would fail later for no clear reason)."""
+    if type(value) is np.ndarray:
+        return value
+    if isinstance(value, np.ma.MaskedArray):
+        masked = np.ma.getmaskarray(value)
+        if masked.any():
+            index = tuple(int(i) for i in np.argwhere(masked)[0])
+            raise StudentError(
+                f"{what} returned a numpy.ma.MaskedArray with {int(masked.sum())} masked entries (the first at index "
+                f"{index}); return a plain ndarray: a masked entry has no value to check (use np.ma.filled(out, "
+                "value) if a value such as 0 is meant, or np.where for a mask)")
+        return np.ma.getdata(value)
+    return np.asarray(value)   # a view of the same numbers as a plain ndarray
+
+
+def unsupported_precision(dtype, what):
+    """float16 cannot be judged: its 3 significant digits are fewer than the
+    finite differences that check a gradient need (a 3x wrong weight gradient
+    passed within their noise), so it is named rather than judged."""
+    if np.dtype(dtype) == np.float16:
+        raise StudentError(f"{what}: gradlab does not support float16 (its 3 significant digits are too few for "
+                           "finite differences to tell a right gradient from a wrong one); compute in float32 or "
+                           "float64 (cfg.dtype)")

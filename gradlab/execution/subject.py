@@ -7,7 +7,7 @@ import numpy as np
 
 from gradlab.execution.discovery import arrays_at_build, explain, find_slots
 from gradlab.contract.errors import CheckSkipped, StudentError
-from gradlab.execution.harness import as_float_array, describe, guarded
+from gradlab.execution.harness import as_float_array, describe, guarded, unsupported_precision
 from gradlab.contract.kinds import INPUT_GRAD
 
 
@@ -98,8 +98,11 @@ class Subject:
     def slots(self, module):
         """Parameter slots, found after a backward (attribute-pair gradients exist only then).
         For a forward-only module: the float arrays it held when built."""
-        return self._call("finding parameters", find_slots, module, self._build_ids.get(id(module)),
-                          self.no_backward is not None)
+        slots = self._call("finding parameters", find_slots, module, self._build_ids.get(id(module)),
+                           self.no_backward is not None)
+        for slot in slots:
+            usable_parameter(slot)   # read-only, float16, integer or masked: named, not met as a crash
+        return slots
 
     def explain_slots(self, module):
         """What discovery looked at and found, for a message when it found nothing."""
@@ -160,6 +163,22 @@ class Subject:
                      f", {name} = {self.kind.output_shape(self.cfg)[-1]} by default (your module's own could "
                      "not be read from its forward output)")
         return f" = {words} from cfg{tail}"
+
+
+def usable_parameter(slot):
+    """gradlab perturbs parameters in place, as an optimizer updates them: a
+    read-only or float16 parameter is named in one line, not met as a crash."""
+    p = slot.value
+    if not p.flags.writeable:
+        raise StudentError(f"parameter {slot.name!r} is read-only ({slot.name}.flags.writeable is False); gradlab "
+                           "changes parameters in place, as an optimizer's step does: leave them writeable")
+    if p.dtype.kind != "f":
+        raise StudentError(f"parameter {slot.name!r} has dtype {p.dtype}; parameters must be floating point "
+                           "(an integer array cannot take a gradient step)")
+    unsupported_precision(p.dtype, f"parameter {slot.name!r} has dtype float16")
+    if isinstance(p, np.ma.MaskedArray):
+        raise StudentError(f"parameter {slot.name!r} is a numpy.ma.MaskedArray; parameters must be plain "
+                           "ndarrays (masked arithmetic skips masked entries, so no gradient of them can be checked)")
 
 
 def randomize_params(slots, rng):
