@@ -35,3 +35,11 @@ def check(kind, impl=None, checks=None, seed=None, **overrides):
     registered factory/function itself, or None for gradlab's reference."""
     from gradlab.execution.runner import check as _check
     return _check(kind, impl=impl, checks=checks, seed=seed, **overrides)
+
+
+def __getattr__(name):
+    # gradlab.strategies imports Hypothesis: only when asked for
+    if name == "strategies":
+        import importlib
+        return importlib.import_module("gradlab.strategies")
+    raise AttributeError(f"module 'gradlab' has no attribute {name!r}")

@@ -59,6 +59,9 @@ def build_parser():
     c.add_argument("--json", metavar="PATH", help="write the result as JSON to PATH")
     c.add_argument("--report", nargs="?", const=True, metavar="PATH",
                    help="write a self-contained HTML report (default: reports/KIND.html, reports/all.html)")
+    c.add_argument("--explore", type=int, metavar="N",
+                   help="run the checks on N configurations drawn by Hypothesis (T = 1, H = 1, d_k = 1, "
+                        "T = max_len, float32...); a failure is shrunk to the smallest configuration showing it")
     c.add_argument("-v", "--verbose", action="store_true", help="details of every check; tracebacks on errors")
 
     sub.add_parser("list", help="the kinds, and which checks apply to each")
@@ -117,6 +120,8 @@ def cmd_check(args):
     if args.json is not None and report_path and os.path.abspath(args.json) == os.path.abspath(report_path):
         raise options.refuse(f"--json {args.json} --report {report_path}", "both write the same file",
                              "give them different names")
+    if args.explore is not None:
+        return cmd_explore(args, overrides)
     progress = None
 
     def on_record(kind_result, record):
@@ -159,6 +164,74 @@ def cmd_check(args):
     if not result.passed:
         print(f"replay with: --seed {kind_results[0].seed}")
     return 0 if result.passed else 1
+
+
+def cmd_explore(args, overrides):
+    """--explore N: the checks on N drawn configurations; the smallest failing one as a replay line."""
+    from gradlab.contract.config import make_config
+    from gradlab.contract.kinds import get_kind
+    from gradlab.execution import explore, runner
+    from gradlab.execution.plan import Plan
+    n = options.check_explore(args.explore)
+    if args.kind == "all":
+        raise options.refuse("check all --explore", "--explore explores one kind at a time",
+                             "e.g. gradlab check attention --explore 20")
+    get_kind(args.kind)
+    for flag, value in (("--json", args.json), ("--report", args.report)):
+        if value is not None:
+            raise options.refuse(f"--explore with {flag}", "an exploration writes no JSON or report",
+                                 f"replay the configuration it prints with {flag}")
+    typed = make_config(**overrides)
+    fixed = {name: getattr(typed, name) for name in overrides}
+    harness.set_quiet(not args.verbose)
+    try:
+        with runner.time_limit(args.timeout):
+            # the options and the file, checked and loaded once, before any configuration runs
+            plan = Plan(args.impl, kinds=[args.kind], checks=args.checks, seed=args.seed, overrides=overrides)
+            print(f"exploring {args.kind} ({args.impl or 'reference'}) on up to {n} configurations drawn by "
+                  f"Hypothesis; seed {plan.seed}")
+            found = explore.explore(args.kind, n, impl=args.impl, checks=args.checks, seed=plan.seed,
+                                    fixed=fixed, loaded=plan.loaded)
+    finally:
+        harness.set_quiet(False)
+    if found.passed:
+        print(f"{args.kind}: every check passed on {len(found.drawn)} configurations "
+              f"({_ranges(found.drawn)})")
+        return 0
+    where = " ".join(f"{k}={v}" for k, v in found.config.items()) or "the default sizes"
+    print(f"{args.kind}: {', '.join(found.failing)} failed; the smallest configuration that fails the same way "
+          f"(shrunk by Hypothesis after {found.tried} runs): {where}")
+    for record in found.result.checks:
+        if not record.ok:
+            print_record(found.result, record, args.verbose)
+    print(f"replay with: {found.replay}")
+    return 1
+
+
+def _ranges(drawn):
+    """'batch_size 1..3, seq_len 1..6, dtype float32/float64': what the configurations covered."""
+    parts = []
+    for name in dict.fromkeys(k for cfg in drawn for k in cfg):
+        values = sorted({cfg[name] for cfg in drawn if name in cfg}, key=str)
+        if all(isinstance(v, (int, float)) for v in values):
+            low, high = min(values), max(values)
+            parts.append(f"{name} {low:g}" + (f"..{high:g}" if high != low else ""))
+        else:
+            parts.append(f"{name} {'/'.join(map(str, values))}")
+    return ", ".join(parts)
+
+
+def replay_command(args, seed):
+    words = ["gradlab", "check", args.kind]
+    if args.impl:
+        words += ["--impl", args.impl]
+    if args.checks:
+        words += ["--checks", args.checks]
+    for pair in args.overrides:
+        words += ["--set", pair]
+    if args.dtype:
+        words += ["--dtype", args.dtype]
+    return shlex.join(words + ["--seed", str(seed)])
 
 
 class Progress:
