@@ -129,3 +129,15 @@ def test_inputs_match_the_kind_and_cfg(data):
 def test_gradlab_strategies_is_reachable_from_the_package():
     import gradlab as g
     assert g.strategies.configs is configs
+
+
+def test_a_student_file_that_imports_a_reference_module_leaves_the_reference_whole(zoo):
+    # the fast-path zoo file subclasses gradlab.modules.attention; loaded before the reference, it used
+    # to leave the reference without 'attention' ("reference registers no 'attention' module")
+    import subprocess
+    import sys
+    code = ("import gradlab; impl = " + repr(zoo("explore_bad_attention_one_head_fast_path.py")) + "\n"
+            "assert gradlab.check('attention', impl=impl, checks=['smoke'], seed=0).passed\n"
+            "assert gradlab.check('attention', checks=['reference'], seed=0).passed\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
