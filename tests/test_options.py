@@ -46,7 +46,7 @@ FLAG_CASES = [
     ("seed 2**32", ["layernorm", "--seed", str(2**32)], "--seed 4294967296"),
     ("seed via --set", ["layernorm", "--set", "seed=5"], "--set seed=5: the seed is not a cfg field to set; "
                                                         "use --seed 5"),
-    ("timeout negative", ["layernorm", "--timeout", "-1"], "--timeout -1: must be a number in (0, 1000000]"),
+    ("timeout negative", ["layernorm", "--timeout", "-1"], "--timeout -1: must be a number in [0.1, 1000000]"),
     ("timeout nan", ["layernorm", "--timeout", "nan"], "--timeout nan: must be finite"),
     ("timeout -inf", ["layernorm", "--timeout=-inf"], "--timeout -inf"),
     ("timeout huge", ["layernorm", "--timeout", "1e12"], "--timeout 1000000000000"),
@@ -91,6 +91,10 @@ FLAG_CASES = [
     ("d_model=inf", ["attention", "--set", "d_model=inf"], "d_model=inf: must be finite"),
     ("d_model=1e300", ["attention", "--set", "d_model=1e300"], "too large for attention"),
     ("unknown check", ["layernorm", "--checks", "gradiant"], "unknown check 'gradiant'"),
+    ("checks empty", ["layernorm", "--checks", ""], "--checks '': names no check"),
+    ("checks only commas", ["layernorm", "--checks", ",,"], "--checks ',,': names no check"),
+    ("impl empty", ["layernorm", "--impl", ""], "--impl '': names no file or module"),
+    ("timeout a nanosecond", ["layernorm", "--timeout", "1e-9"], "--timeout 1e-09: must be a number in [0.1, 1000000]"),
     ("unknown kind", ["atention"], "unknown kind 'atention'"),
 ]
 

@@ -185,6 +185,7 @@ def check_config(cfg):
 
 
 # ---- the flags ----------------------------------------------------------------------
+TIMEOUT_MIN = 0.1   # seconds; shorter limits cut off ordinary calls
 TIMEOUT_MAX = 1e6   # seconds; the OS timer refuses more than about 1e9
 
 
@@ -207,8 +208,9 @@ def check_timeout(seconds, flag="--timeout"):
         raise refuse(what, f"must be a number of seconds, not {type(seconds).__name__}", fix)
     if seconds == math.inf or seconds == 0:
         return 0
-    return Rule(float, "seconds one call into your code may take; the system timer holds at most about "
-                "1e9", 20, low=0, high=TIMEOUT_MAX, open_low=True).check(what, seconds, fix)
+    return Rule(float, "seconds one call into your code may take: below 0.1 s ordinary calls are cut off, "
+                "and the system timer holds at most about 1e9", 20, low=TIMEOUT_MIN, high=TIMEOUT_MAX
+                ).check(what, seconds, fix)
 
 
 def check_output_path(flag, path, default_name, make_folders=False):
@@ -241,6 +243,27 @@ def check_output_path(flag, path, default_name, make_folders=False):
     except OSError as e:
         raise refuse(what, f"cannot be written ({e.strerror or e})", fix) from None
     return path
+
+
+def check_impl(impl):
+    """A blank --impl names nothing (None means gradlab's reference)."""
+    if isinstance(impl, str) and not impl.strip():
+        raise refuse(f"--impl {impl!r}", "names no file or module",
+                     "e.g. --impl my_attention.py, or leave --impl out to check gradlab's reference")
+    return impl
+
+
+def check_checks(checks):
+    """--checks as given: None (every check that applies), a comma-separated
+    string or a list of names; a blank one names nothing."""
+    if checks is None:
+        return None
+    names = [c.strip() for c in checks.split(",")] if isinstance(checks, str) else [str(c).strip() for c in checks]
+    names = [n for n in names if n]
+    if not names:
+        raise refuse(f"--checks {checks!r}", "names no check",
+                     "e.g. --checks gradient,causality, or leave --checks out to run every check (gradlab list)")
+    return names
 
 
 def check_explore(n):
