@@ -34,8 +34,8 @@ FIELD_CASES = [
     ("adam", "beta2", ["-1", "1", "1.5", *NOT_NUMBERS], "beta2="),
     ("adamw", "weight_decay", ["-0.01", *NOT_NUMBERS], "weight_decay="),
     ("sgd", "momentum", ["-0.5", "1", "1.5", *NOT_NUMBERS], "momentum="),
-    ("clip_grad_norm", "max_norm", ["0", "-1", *NOT_NUMBERS], "max_norm="),
-    ("schedule", "warmup_steps", ["0", "-4", "2.5", *NOT_NUMBERS], "warmup_steps="),
+    ("clip_grad_norm", "max_norm", ["0", "-1", "1e-300", "1e300", *NOT_NUMBERS], "max_norm="),
+    ("schedule", "warmup_steps", ["0", "-4", "2.5", "1000000000", *NOT_NUMBERS], "warmup_steps="),
     ("ffn", "activation", ["sigmoid", "GELU", "tanh", ""], "activation="),
     ("layernorm", "dtype", ["float16", "int32", "fp32", "complex128", "bool", "", "float128"], "dtype="),
 ]

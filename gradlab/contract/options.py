@@ -127,9 +127,12 @@ FIELDS = {
                          0.01, low=0),
     "momentum": Rule(float, "SGD's velocity keeps this fraction of itself each step: 1 or more never "
                      "forgets and diverges", 0.9, **FRACTION),
-    "max_norm": Rule(float, "the largest total gradient norm clipping lets through", 1.0, **POSITIVE),
-    "warmup_steps": Rule(int, "the schedule computes step * warmup_steps**-1.5, which 0 divides by zero", 4,
-                         low=1),
+    "max_norm": Rule(float, "the largest total gradient norm clipping lets through; the trajectory check makes "
+                     "gradients of about that norm, whose squares leave float32's range beyond these bounds",
+                     1.0, low=1e-6, high=1e6),
+    "warmup_steps": Rule(int, "the schedule computes step * warmup_steps**-1.5, which 0 divides by zero; the "
+                         "trajectory check calls it at each of the first 3 * warmup_steps steps", 4,
+                         low=1, high=10_000),
     "activation": Rule(str, "the FFN activations the contract names: GELU (tanh approximation) or ReLU",
                        "gelu", choices=("gelu", "relu")),
     "seed": Rule(int, "np.random.seed, which a module may call with it, takes 0 to 2**32 - 1", 0,
