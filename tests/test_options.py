@@ -85,6 +85,8 @@ FLAG_CASES = [
     ("huge seq_len for attention", ["attention", "--set", "seq_len=5000", "--set", "max_len=5000"],
      "too large for attention"),
     ("huge n_layers", ["lm", "--set", "n_layers=100000"], "n_layers=100000: too large for lm"),
+    ("huge max_len for the overfit LM", ["attention", "--set", "max_len=1000000000"],
+     "max_len=1000000000: too large for attention"),
     ("huge sizes, gradient only", ["attention", "--checks", "gradient", "--set", "d_model=100000"],
      "d_model=100000: too large for attention"),
     ("huge sizes for check all", ["all", "--set", "batch_size=100000"], "batch_size=100000: too large"),

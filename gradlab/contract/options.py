@@ -308,7 +308,8 @@ def _arrays(kind, s):
     if kind == "lm":
         per_layer = attention + ffn + [x, x]
         return ([(f"n_layers x {what}", L * n) for what, n in per_layer]
-                + [logits, ("token_embedding (vocab_size, d_model)", V * D)])
+                + [logits, ("token_embedding (vocab_size, d_model)", V * D),
+                   ("pos_embedding (max_len, d_model)", M * D)])
     return table.get(kind, [])
 
 
