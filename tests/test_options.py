@@ -199,10 +199,12 @@ def test_timeouts_that_are_accepted(value, words):
     ({"timeout": math.nan}, "--timeout nan: must be finite"),
     ({"timeout": -1}, "--timeout -1"),
     ({"d_model": 100000}, "d_model=100000: too large for attention"),
+    ({"checks": 5}, "checks=5: must be check names"),
+    ({"checks": []}, "--checks []: names no check"),
 ], ids=lambda v: ",".join(f"{k}={v[k]}" for k in v) if isinstance(v, dict) else None)
 def test_the_python_api_raises_usage_error(overrides, words):
     with pytest.raises(gradlab.UsageError) as info:
-        gradlab.check("attention", checks=["smoke"], **overrides)
+        gradlab.check("attention", **{"checks": ["smoke"], **overrides})
     assert words in str(info.value)
 
 

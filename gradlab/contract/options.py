@@ -261,7 +261,10 @@ def check_checks(checks):
     string or a list of names; a blank one names nothing."""
     if checks is None:
         return None
-    names = [c.strip() for c in checks.split(",")] if isinstance(checks, str) else [str(c).strip() for c in checks]
+    if not isinstance(checks, str) and not (hasattr(checks, "__iter__") and all(isinstance(c, str) for c in checks)):
+        raise refuse(f"checks={checks!r}", "must be check names: a comma-separated string or a list of strings",
+                     "e.g. checks=['gradient', 'causality']")
+    names = [c.strip() for c in checks.split(",")] if isinstance(checks, str) else [c.strip() for c in checks]
     names = [n for n in names if n]
     if not names:
         raise refuse(f"--checks {checks!r}", "names no check",
