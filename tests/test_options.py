@@ -5,7 +5,6 @@ traceback after the checks ran. One table, run through the CLI in process; a
 sample through the Python API and the pytest plugin, which share the rules."""
 import dataclasses
 import math
-import os
 
 import pytest
 

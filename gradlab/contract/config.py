@@ -41,7 +41,7 @@ class Config:
         for name in options.FIELDS:
             object.__setattr__(self, name, options.check_field(name, getattr(self, name)))
         object.__setattr__(self, "dtype", options.check_dtype(self.dtype))
-        options.check_config(self)
+        options.check_relations(self)
 
     @property
     def d_k(self):

@@ -169,11 +169,8 @@ def check_dtype(value):
     return dtype.name
 
 
-def check_config(cfg):
-    """Every field of a Config, then the rules that tie fields together."""
-    for name in FIELDS:
-        check_field(name, getattr(cfg, name))
-    check_dtype(cfg.dtype)
+def check_relations(cfg):
+    """The rules that tie a Config's fields together (each field is checked on its own first)."""
     if cfg.d_model % cfg.num_heads:
         raise refuse(f"d_model={cfg.d_model}", f"is not divisible by num_heads={cfg.num_heads} "
                      "(each head takes d_model / num_heads of the width)",

@@ -221,19 +221,6 @@ def _ranges(drawn):
     return ", ".join(parts)
 
 
-def replay_command(args, seed):
-    words = ["gradlab", "check", args.kind]
-    if args.impl:
-        words += ["--impl", args.impl]
-    if args.checks:
-        words += ["--checks", args.checks]
-    for pair in args.overrides:
-        words += ["--set", pair]
-    if args.dtype:
-        words += ["--dtype", args.dtype]
-    return shlex.join(words + ["--seed", str(seed)])
-
-
 class Progress:
     """One status line under the results while checks run ("[12 done, 1.4 s]
     running attention::gradient (3/8)"), rewritten in place. Only on a
