@@ -21,13 +21,14 @@ A, B = 0.5, -2.0       # exactly representable, so a*g1 + b*g2 adds no rounding 
 
 
 def _words(name):
-    return "the input gradient 'x' (backward's return)" if name == "x" else f"the gradient of {name!r}"
+    return f"the input gradient {name!r} (backward's return)" if name in ("x", "memory") else \
+        f"the gradient of {name!r}"
 
 
 def _run(subject, module, slots, g):
     """One backward on a copy of g (after the forward already done): {name: float64 copy}."""
-    dx = subject.backward(module, g.copy())
-    result = {} if dx is None else {"x": dx.astype(np.float64)}
+    dxs = subject.backward(module, g.copy())
+    result = {spec.name: d.astype(np.float64) for spec, d in zip(subject.kind.grad_inputs(), dxs)}
     result.update({k: v.astype(np.float64) for k, v in subject.read_grads(slots).items()})
     return result
 
@@ -52,10 +53,10 @@ def _worst(got, want, tol_ulps, eps, floor):
 def backward(subject, rng):
     kind = subject.kind
     module, slots = subject.fresh(rng)
-    x = subject.make_input(rng)
-    out = subject.forward(module, x)
+    inputs = subject.make_inputs(rng)
+    out = subject.forward(module, *inputs)
     eps = max([eps_of(out.dtype)] + [eps_of(s.value.dtype) for s in slots]
-              + ([eps_of(x.dtype)] if x.dtype.kind == "f" else []))
+              + [eps_of(x.dtype) for x in inputs if isinstance(x, np.ndarray) and x.dtype.kind == "f"])
     g1 = rng.standard_normal(out.shape).astype(out.dtype)
     g2 = rng.standard_normal(out.shape).astype(out.dtype)
 

@@ -23,10 +23,11 @@ def batch_independence(subject, rng):
         call_name = "softmax(x)"
     else:
         module, _ = subject.fresh(rng)
-        x = subject.make_input(rng)
-        call = lambda inp: subject.forward(module, inp)     # noqa: E731
+        x = subject.make_inputs(rng)
+        call = lambda *inp: subject.forward(module, *inp)     # noqa: E731
         call_name = "forward"
-    # change[r, c]: how much sample r's output moved when sample c's input changed
+    # change[r, c]: how much sample r's output moved when sample c's input changed (every array input:
+    # x and the encoder memory; a padding mask stays as it is)
     change, tol = influence_matrix(call, kind, cfg, x, 0, rng)
     leaks = [(c, r) for c in range(B) for r in range(B) if r != c and change[r, c] > tol]
     view = heatmap(f"{kind.name}: max |change| of sample (row)'s output when sample (column)'s input changes; "

@@ -7,7 +7,7 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure
 from gradlab.contract.kinds import DIFFERENTIABLE, OPTIMIZER, PROBABILITIES
-from gradlab.execution.subject import call_cross_entropy, call_softmax
+from gradlab.execution.subject import call_cross_entropy, call_softmax, copies
 from gradlab.contract.suite import Outcome, check
 from gradlab.contract.numbers import distinct
 from gradlab.numerics.repeatable import difference
@@ -22,15 +22,15 @@ def _differs(a, b, tol):
     return difference(a, b, tol if isinstance(tol, Tol) else Tol(tol))
 
 
-def _run(subject, module, slots, x, g):
+def _run(subject, module, slots, inputs, g):
     """One forward and backward: {"output": ..., "dL/dx": ..., "gradient of 'w'": ...}, copied."""
-    out = subject.forward(module, x.copy()).copy()     # copies: mutating inputs is input_mutation's business
+    out = subject.forward(module, *copies(inputs)).copy()   # copies: mutating inputs is input_mutation's business
     result = {"output": out}
     if subject.no_backward:
         return result                                  # a forward-only module: its output is all there is
-    dx = subject.backward(module, g.copy())
-    if dx is not None:
-        result["dL/dx (backward's return)"] = dx.copy()
+    dxs = subject.backward(module, g.copy())
+    for spec, dx in zip(subject.kind.grad_inputs(), dxs):
+        result[f"dL/d{spec.name} (backward's return)"] = dx.copy()
     grads = subject.read_grads(slots)
     result.update({f"gradient of {name!r}": value for name, value in grads.items()})
     return result
@@ -48,7 +48,7 @@ def determinism(subject, rng):
         labels = ["the first call", "the second call"]
     else:
         module, slots = subject.fresh(rng)
-        x = subject.make_input(rng)
+        x = subject.make_inputs(rng)
         g = rng.standard_normal(kind.output_shape(cfg)).astype(cfg.np_dtype)
         first = _run(subject, module, slots, x, g)
         second = _run(subject, module, slots, x, g)

@@ -6,7 +6,7 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.execution.harness import describe
-from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, PROBABILITIES, TOKEN_IDS
+from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, PROBABILITIES, TOKEN_IDS
 from gradlab.contract.suite import Outcome, check
 
 SCALE = 1e3             # logits around 1e3; float inputs multiplied by 1e3 (attention scores then reach ~1e6)
@@ -68,7 +68,8 @@ def finite(subject, rng):
         return Outcome(f"loss and grad_logits finite with {setting}")
 
     module, slots = subject.fresh(rng)
-    x = subject.make_input(rng)
+    inputs = subject.make_inputs(rng)
+    x = inputs[0]
     if kind.has(TOKEN_IDS):
         # ids cannot be scaled: scale the embedding tables instead (the logits of an lm then reach ~1e3)
         tables = {(cfg.vocab_size, cfg.d_model), (cfg.max_len, cfg.d_model)}
@@ -77,13 +78,17 @@ def finite(subject, rng):
                 slot.value *= EMBEDDING_SCALE
         setting = f"the embedding tables scaled by {EMBEDDING_SCALE:g}"
     else:
-        x = x * np.asarray(SCALE, dtype=x.dtype)
-        setting = f"the input x scaled by {SCALE:g}"
+        # every float input scaled (x, and the encoder memory of a cross-attention)
+        inputs = tuple(a * np.asarray(SCALE, dtype=a.dtype) if spec.role == "float" else a
+                       for spec, a in zip(kind.input_specs(), inputs))
+        floats = [s.name for s in kind.input_specs() if s.role == "float"]
+        setting = f"the input x scaled by {SCALE:g}" if floats == ["x"] else \
+            f"the inputs ({', '.join(floats)}) scaled by {SCALE:g}"
     hint = ("in the attention's softmax, " + _SOFTMAX_HINT + "; the scores grow with the square of the input"
             if kind.has(ATTN_WEIGHTS) else
             "look for exp, a power or a division that overflows for large values (an unstable softmax inside, "
             "exp-based tanh/GELU, a variance computed without eps)")
-    out = subject._call("forward", module.forward, x)
+    out = subject._call("forward", module.forward, *subject.complete(inputs))
     found = _nonfinite(out, "forward's output", kind.output_shape(cfg))
     if found:
         _fail(kind, "forward's output", found, setting, hint)
@@ -93,10 +98,19 @@ def finite(subject, rng):
     g = rng.standard_normal(kind.output_shape(cfg)).astype(cfg.np_dtype)
     dx = subject._call("backward", module.backward, g)
     checked = 1
-    if kind.has(INPUT_GRAD):
-        found = _nonfinite(dx, "backward's dL/dx", kind.input_shape(cfg))
+    wanted = kind.grad_inputs()
+    if len(wanted) > 1:
+        if not isinstance(dx, (tuple, list)) or len(dx) != len(wanted):
+            raise StudentError(f"backward returned {describe(dx)}; it must return a tuple of "
+                               f"{len(wanted)} gradients ({', '.join('d' + s.name for s in wanted)})")
+        grads = list(zip(wanted, dx))
+    else:
+        grads = [(wanted[0], dx)] if wanted else []
+    for spec, d in grads:
+        what = "backward's dL/dx" if len(wanted) == 1 else f"backward's d{spec.name}"
+        found = _nonfinite(d, what, spec.shape(cfg))
         if found:
-            _fail(kind, "backward's dL/dx", found, setting, hint)
+            _fail(kind, what, found, setting, hint)
         checked += 1
     for slot in subject.slots(module):
         grad = subject._call(f"reading the gradient of {slot.name!r}", slot.grad)

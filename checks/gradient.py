@@ -34,15 +34,15 @@ from gradlab.diagnosis import backward_variants
 from gradlab.diagnosis import causes as diagnosis
 from gradlab.contract.errors import CannotJudge, CheckFailure, StudentError
 from gradlab.contract.numbers import distinct
-from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, LOSS, TOKEN_IDS
+from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, TOKEN_IDS
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.numerics.engine import EPS, Engine, Tensor, eps_of, random_direction
 from gradlab.numerics.repeatable import require_repeatable
 from gradlab.numerics.tolerance import (IDIOM_WALK, NOISE_CANNOT_JUDGE, TWIN_MATCH, division_idiom,
                                         idiom_allowance, idiom_row_bound, kept_attention)
 from gradlab.contract.records import heatmap, table
-from gradlab.execution.subject import (IGNORE_INDEX, Subject, accepts_keyword, call_cross_entropy, loss_inputs,
-                                      randomize_params, with_ignored)
+from gradlab.execution.subject import (IGNORE_INDEX, Subject, call_cross_entropy, copies, loss_inputs,
+                                      loss_options, randomize_params, takes_ignore_index, with_ignored)
 from gradlab.contract.suite import Outcome, check
 
 FULL_MAP_MAX_ELEMENTS = 2048   # per-element map (2 forwards per element) up to this size; bisection above
@@ -64,6 +64,12 @@ class Problem:
         self.idiom = None             # dirs -> a sound idiom's allowance along dirs (None: the engine's default)
         self.strict = None            # dirs -> dirs along which no sound idiom can move f (loss kinds)
         self.element_idiom = None     # tensor index -> per-element allowance for the idiom (or None)
+
+
+def _in_float64(inputs, wrt):
+    """Copies of forward's inputs for the float64 side: the differentiable ones (positions wrt) in float64."""
+    return tuple(a.astype(np.float64) if k in wrt else (a.copy() if isinstance(a, np.ndarray) else a)
+                 for k, a in enumerate(inputs))
 
 
 def _eps(*arrays):
@@ -129,18 +135,18 @@ class ModuleSetup:
 
     def problem(self, rng):
         s, kind = self.subject, self.subject.kind
-        x = s.make_input(rng)
-        # The student gets a copy on every forward call: x is reused afterwards (the point the numerics
-        # perturb, the diagnosis' context), and a forward that edits x in place would otherwise move that
-        # point between calls; input_mutation names the in-place edit.
-        out = s.forward(self.module, x.copy())
+        inputs = s.make_inputs(rng)
+        # The student gets copies on every forward call: the inputs are reused afterwards (the point the
+        # numerics perturb, the diagnosis' context), and a forward that edits x in place would otherwise move
+        # that point between calls; input_mutation names the in-place edit.
+        out = s.forward(self.module, *copies(inputs))
         if not self.repeated:     # the precondition of finite differences: f is a function of its input
-            require_repeatable("forward", out, s.forward(self.module, x.copy()), "the gradient")
+            require_repeatable("forward", out, s.forward(self.module, *copies(inputs)), "the gradient")
             self.repeated = True
             self.calls += 1
         g = FastNormals(rng).standard_normal(out.shape).astype(out.dtype)   # the g backward sees...
         g64 = g.astype(np.float64)                               # ...is exactly the g in f
-        dx = s.backward(self.module, g.copy())
+        dxs = s.backward(self.module, g.copy())
         self.calls += 2
         if not self.verified:
             after = [sl.name for sl in s.slots(self.module)]
@@ -149,35 +155,38 @@ class ModuleSetup:
                 self._fresh(rng)
                 return self.problem(rng)
         grads = s.read_grads(self.slots)
-        analytical = ([("x", x, dx)] if kind.has(INPUT_GRAD) else []) + \
+        specs = kind.input_specs()
+        wrt = [k for k, spec in enumerate(specs) if spec in kind.grad_inputs()]   # inputs with a gradient
+        analytical = [(specs[k].name, inputs[k], d) for k, d in zip(wrt, dxs)] + \
                      [(sl.name, sl.value, grads[sl.name]) for sl in self.slots]
-        context = {"cfg": s.cfg, "x": x, "g": g64}
+        context = {"cfg": s.cfg, "x": inputs[0], "g": g64, "inputs": inputs}
         # the precision the module computes in: its lowest among output, input and parameters
         # (float32 parameters make float32 intermediates, even if a float64 scalar promotes the output)
         own_eps = _eps(out, *[arr for _, arr, _ in analytical])
         low = min((out, *[arr for _, arr, _ in analytical]), key=lambda a: -eps_of(a.dtype)).dtype
         eps_an = max(own_eps, _eps(*[a for _, _, a in analytical]))
         if own_eps > EPS["float64"] and self.note is None:
-            twin_x = x.astype(np.float64) if kind.has(INPUT_GRAD) else x
+            twin_inputs = _in_float64(inputs, wrt)
             if self.twin is None:
-                self._make_twin(twin_x, out)
-            elif not self._twin_matches(twin_x, out):
+                self._make_twin(twin_inputs, out)
+            elif not self._twin_matches(twin_inputs, out):
                 self.twin = None
         if self.twin is not None:
             twin, twin_slots = self.twin
-            twin_x = x.astype(np.float64) if kind.has(INPUT_GRAD) else x.copy()
+            twin_inputs = _in_float64(inputs, wrt)
             by_name = {sl.name: sl for sl in twin_slots}
-            arrays = ([twin_x] if kind.has(INPUT_GRAD) else []) + [by_name[sl.name].value for sl in self.slots]
-            f = self._objective(twin, twin_x, g64)
+            arrays = [twin_inputs[k] for k in wrt] + [by_name[sl.name].value for sl in self.slots]
+            f = self._objective(twin, twin_inputs, g64)
             numerics, eps_num = f"a float64 copy of your {low} module", EPS["float64"]
         else:
             arrays = [arr for _, arr, _ in analytical]
-            f = self._objective(self.module, x, g64)
+            f = self._objective(self.module, inputs, g64)
             eps_num = own_eps
             numerics = "float64" if eps_num <= EPS["float64"] else \
                 f"{low} (looser tolerance: {self.note or 'the module computes in float32'})"
         # read_grads returned copies; dx is the student's own array (a view of a cache, maybe): copy it
-        tensors = [Tensor(name, arr, a.astype(np.float64, copy=name == "x"))
+        names = {specs[k].name for k in wrt}
+        tensors = [Tensor(name, arr, a.astype(np.float64, copy=name in names))
                    for (name, _, a), arr in zip(analytical, arrays)]
         terms = out.astype(np.float64) * g64
         f_abs = float(np.sum(np.abs(terms)))
@@ -196,18 +205,18 @@ class ModuleSetup:
             problem.f0 = float(np.sum(terms))    # exactly what f() computes at the unperturbed point
         return problem
 
-    def _objective(self, module, x, g64):
+    def _objective(self, module, inputs, g64):
         s = self.subject
-        return lambda: float(np.sum(s.forward(module, x.copy()).astype(np.float64) * g64))   # copy: see problem()
+        return lambda: float(np.sum(s.forward(module, *copies(inputs)).astype(np.float64) * g64))   # see problem()
 
-    def _make_twin(self, x64, out):
+    def _make_twin(self, inputs64, out):
         """Build the module with dtype=float64 and copy the parameters in by name
         (in place). Any trouble: keep the numerics in float32 and say why."""
         s = self.subject
         twin_subject = Subject(s.kind, s.registration, s.cfg.replace(dtype="float64"), s.impl_name, s.files)
         try:
             twin = twin_subject.build()
-            probe = twin_subject.forward(twin, x64.copy())
+            probe = twin_subject.forward(twin, *copies(inputs64))
             twin_subject.backward(twin, np.ones_like(probe))
             self.calls += 2
             twin_slots = twin_subject.slots(twin)
@@ -227,14 +236,14 @@ class ModuleSetup:
             by_name[sl.name].value[...] = sl.value
         self.twin = (twin, twin_slots)
         self._twin_subject = twin_subject
-        if not self._twin_matches(x64, out):
+        if not self._twin_matches(inputs64, out):
             self.twin = None
 
-    def _twin_matches(self, x64, out):
+    def _twin_matches(self, inputs64, out):
         twin, _ = self.twin
         self.calls += 1
         try:
-            out64 = self._twin_subject.forward(twin, x64.copy())
+            out64 = self._twin_subject.forward(twin, *copies(inputs64))
         except StudentError as e:
             self.note = f"its float64 copy raised in forward: {e}"
             return False
@@ -351,7 +360,7 @@ def loss_diagnosis(kind, grad, context):
     reference on the same logits says which, and how. A sentence, or None."""
     logits, targets, ignore = context["x"], context["targets"], context["ignore_index"]
     ref_loss, ref_grad = reference_impl().get(kind.name).target(logits.astype(np.float64), targets,
-                                                                ignore_index=ignore)
+                                                                *loss_options(kind, ignore))
     loss = float(context["loss"])
     grad_ok = diagnosis._close(grad, ref_grad)
     loss_ok = abs(loss - ref_loss) <= diagnosis.MATCH * max(abs(ref_loss), 1e-30)
@@ -436,6 +445,8 @@ def _index_text(kind, cfg, name, shape, index):
 def _tensor_words(name):
     if name == "x":
         return "input gradient 'x' (what backward returns)"
+    if name == "memory":
+        return "input gradient 'memory' (the dmemory backward returns)"
     if name == "logits":
         return "grad_logits (the gradient it returns)"
     return f"gradient of {name!r}"
@@ -452,8 +463,7 @@ def _tensors(n):
 def gradient(subject, rng):
     if subject.kind.has(LOSS):
         # without an ignore_index argument: unpadded targets only (the signature check fails, once)
-        setups = [LossSetup(subject)] + ([LossSetup(subject, IGNORE_INDEX)]
-                                         if accepts_keyword(subject, "ignore_index") else [])
+        setups = [LossSetup(subject)] + ([LossSetup(subject, IGNORE_INDEX)] if takes_ignore_index(subject) else [])
     else:
         setups = [ModuleSetup(subject, rng)]
     passes = [judge(subject, setup, rng) for setup in setups]

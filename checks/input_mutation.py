@@ -7,7 +7,7 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure
 from gradlab.contract.kinds import DIFFERENTIABLE, OPTIMIZER, PROBABILITIES
-from gradlab.execution.subject import IGNORE_INDEX, accepts_keyword, call_cross_entropy, call_softmax, with_ignored
+from gradlab.execution.subject import IGNORE_INDEX, call_cross_entropy, call_softmax, takes_ignore_index, with_ignored
 from gradlab.contract.suite import Outcome, check
 
 
@@ -63,12 +63,12 @@ def input_mutation(subject, rng):
         else:
             targets = watch.keep("targets", rng.integers(0, cfg.vocab_size, size=x.shape[:-1]))
             call_cross_entropy(subject, x, targets)
-            n = watch.verify("cross_entropy(logits, targets)",
+            n = watch.verify(f"{kind.name}(logits, targets)",
                              "Shift a copy (z = logits - logits.max(...)), and build grad_logits as a new array "
                              "(e.g. from softmax(z)), not by editing logits")
-            if not accepts_keyword(subject, "ignore_index"):      # the signature check says so, once
-                return Outcome(f"{n} input arrays unchanged (without padding: your function takes no "
-                               "ignore_index)", {"arrays": n})
+            if not takes_ignore_index(subject):      # none in the contract, or the signature check says so
+                return Outcome(f"{n} input arrays unchanged" + (" (without padding: your function takes no "
+                               "ignore_index)" if "ignore_index" in kind.keyword_args() else ""), {"arrays": n})
             # with padding: `targets[targets == ignore_index] = 0` is the usual in-place edit; the padding id
             # here is the last token (not 0), so that edit changes the caller's array
             pad = cfg.vocab_size - 1
@@ -80,9 +80,13 @@ def input_mutation(subject, rng):
                              "not targets[targets == ignore_index] = 0; and shift a copy of logits")
         return Outcome(f"{n} input arrays unchanged", {"arrays": n})
     module, _ = subject.fresh(rng)
-    x = watch.keep("x (forward's input)", subject.make_input(rng))
-    subject.forward(module, x)
-    n = watch.verify("forward(x)", _FORWARD_HINT)
+    inputs = subject.make_inputs(rng)
+    for spec, value in zip(kind.input_specs(), inputs):
+        if isinstance(value, np.ndarray):
+            watch.keep(f"{spec.name} (forward's input)", value)
+    subject.forward(module, *inputs)
+    n = watch.verify("forward(x)" if len(inputs) == 1 else
+                     f"forward({', '.join(s.name for s in kind.input_specs())})", _FORWARD_HINT)
     if subject.no_backward:
         return Outcome(f"forward leaves the caller's {n} array unchanged ({subject.no_backward}: "
                        "backward not checked)", {"arrays": n})

@@ -20,8 +20,8 @@ from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILI
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.contract.records import heatmap, table
 from gradlab.execution.harness import as_float_array
-from gradlab.execution.subject import (IGNORE_INDEX, accepts_keyword, call_cross_entropy, call_softmax, loss_inputs,
-                                       with_ignored)
+from gradlab.execution.subject import (IGNORE_INDEX, accepts_keyword, call_cross_entropy, call_softmax, copies,
+                                      loss_inputs, loss_options, takes_ignore_index, with_ignored)
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.weights import load_reference, named_params, random_reference
 from gradlab.numerics.repeatable import require_repeatable
@@ -57,16 +57,18 @@ def _module(subject, rng):
     module, slots = subject.fresh(rng, randomize=False)
     ref_params = {name: value.astype(cfg.np_dtype) for name, value in named_params(ref).items()}
     how = load_reference(subject, module, slots, ref_params)
-    x = subject.make_input(rng)
-    # the student gets a copy: a forward that edits x in place would otherwise move the reference's input
+    inputs = subject.make_inputs(rng)
+    x = inputs[0]
+    # the student gets copies: a forward that edits x in place would otherwise move the reference's input
     # too, and the report would blame the output; input_mutation names the in-place edit
-    out = subject.forward(module, x.copy())
+    out = subject.forward(module, *copies(inputs))
     attn_first = getattr(module, "attn_weights", None)
     attn_first = attn_first.copy() if isinstance(attn_first, np.ndarray) else None
-    require_repeatable("forward", out, subject.forward(module, x.copy()), "its output against the reference")
+    require_repeatable("forward", out, subject.forward(module, *copies(inputs)), "its output against the reference")
     tol = _tolerance(cfg, out)
     got = out.astype(np.float64)
-    want = ref.forward(x if kind.has(TOKEN_IDS) else x.astype(np.float64))
+    want = ref.forward(*[a.astype(np.float64) if spec.role == "float" else a
+                         for spec, a in zip(kind.input_specs(), subject.complete(inputs))])
     rows = [_row("output", got, want, tol)]
     attn_note = ""
     if kind.has(ATTN_WEIGHTS):
@@ -443,7 +445,7 @@ def _loss(subject, rng):
     padded = with_ignored(targets, rng)
     # every use of ignore_index (CONTRACT §3): absent, an id inside the vocabulary, PyTorch's default -100
     runs = []
-    padding = accepts_keyword(subject, "ignore_index")    # without it: unpadded targets only (see `signature`)
+    padding = takes_ignore_index(subject)    # without it: unpadded targets only (see `signature`)
     for ignore, tg in ((None, targets), (IGNORE_INDEX, padded),
                        (TORCH_IGNORE, np.where(padded == IGNORE_INDEX, TORCH_IGNORE, padded)))[:3 if padding else 1]:
         try:
@@ -454,13 +456,13 @@ def _loss(subject, rng):
             raise StudentError(f"with ignore_index={ignore} (PyTorch's default padding id, outside the vocabulary: "
                                f"index nothing with it): {e}", where=e.where) from e.__cause__
         runs.append((ignore, tg, loss, grad))
-    require_repeatable("cross_entropy(logits, targets)", np.float64(runs[0][2]),
+    require_repeatable(f"{kind.name}(logits, targets)", np.float64(runs[0][2]),
                        np.float64(call_cross_entropy(subject, logits.copy(), targets.copy())[0]),
                        "its loss against the reference")
     tol = _tolerance(cfg, logits, *[grad for *_, grad in runs])
     rows, failures = [], []
     for ignore, tg, loss, grad in runs:
-        want_loss, want_grad = ref_fn(logits.astype(np.float64), tg, ignore_index=ignore)
+        want_loss, want_grad = ref_fn(logits.astype(np.float64), tg, *loss_options(kind, ignore))
         loss_allow, grad_allow = _idiom_allowance(logits, tg, ignore, want_grad)
         suffix = "" if ignore is None else f" with ignore_index={ignore}"
         for name, got, want, allow in ((f"loss{suffix}", np.float64(loss), np.float64(want_loss), loss_allow),
@@ -476,7 +478,8 @@ def _loss(subject, rng):
                          _heatmap_ce(subject, logits, failures, worst_grad)]}
     if not failures:
         which = (f"without ignore_index and with ignore_index={IGNORE_INDEX} and {TORCH_IGNORE}" if padding else
-                 "on targets without padding (your function takes no ignore_index: see the signature check)")
+                 "on targets without padding (your function takes no ignore_index: see the signature check)"
+                 if "ignore_index" in kind.keyword_args() else "on its targets")
         return Outcome(f"loss and grad_logits match the reference, {which} "
                        f"(max error {metrics['max_error']:.1e} of their scale; {tol.describe()}, and "
                        f"{IDIOM_EPS:.0e} / p[target] per row for an eps inside the log)", metrics, details)
@@ -490,7 +493,7 @@ def _loss(subject, rng):
         what = (f"{row['output']} differs at {_where(row['worst'], ['batch', 'time', 'class'])}: got "
                 f"{tg_}, reference {tr}")
     others = [r["output"] for r, *_ in failures[1:]]
-    raise CheckFailure(f"cross_entropy: {what} (|diff| {row['abs_error']:.2e}, allowed {row['allowed']:.1e})"
+    raise CheckFailure(f"{kind.name}: {what} (|diff| {row['abs_error']:.2e}, allowed {row['allowed']:.1e})"
                        + (f"; {hint}" if hint else "")
                        + (f"; also wrong: {', '.join(others)}" if others else ""), metrics, details)
 
@@ -518,7 +521,8 @@ def _idiom_allowance(logits, targets, ignore, want_grad):
 def _heatmap_ce(subject, logits, failures, worst_grad):
     for row, ignore, tg, loss, grad in failures:
         if row["output"].startswith("grad"):
-            want = reference_impl().get(subject.kind.name).target(logits.astype(np.float64), tg, ignore_index=ignore)[1]
+            want = reference_impl().get(subject.kind.name).target(logits.astype(np.float64), tg,
+                                                                  *loss_options(subject.kind, ignore))[1]
             return _heatmap(grad.astype(np.float64), want, row)
     return heatmap("|student - reference| of grad_logits", [[0.0]])
 

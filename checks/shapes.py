@@ -7,7 +7,7 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.execution.harness import describe
-from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, INPUT_GRAD, LOSS, PROBABILITIES
+from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILITIES
 from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
 
@@ -94,9 +94,11 @@ def _function_rows(subject, rng, rows):
 def _module_rows(subject, rng, rows, notes):
     kind, cfg = subject.kind, subject.cfg
     module = subject.build()
-    x = subject.make_input(rng)
-    rows.add("x (input)", kind.input_shape(cfg), x.shape)
-    out = subject._call("forward", module.forward, x)
+    inputs = subject.make_inputs(rng)
+    for spec, value in zip(kind.input_specs(), inputs):
+        if spec.role != "flag":
+            rows.add(f"{spec.name} (input)", spec.shape(cfg), value.shape)
+    out = subject._call("forward", module.forward, *inputs)
     out_ok = rows.add("forward output", kind.output_shape(cfg), _shape(out), f"expected{subject._shape_hint()}")
     if kind.has(ATTN_WEIGHTS):
         B, T, H = cfg.batch_size, cfg.seq_len, cfg.num_heads
@@ -122,8 +124,15 @@ def _module_rows(subject, rng, rows, notes):
         notes.append(f"{subject.no_backward}: no gradient shapes to compare")
         _param_rows(subject, module, slots, rows, notes)
         return
-    if kind.has(INPUT_GRAD):
+    wanted = kind.grad_inputs()
+    if len(wanted) == 1:
         rows.add("backward output (dL/dx)", kind.input_shape(cfg), _shape(dx), "same shape as forward's input x")
+    elif wanted:
+        got = tuple(dx) if isinstance(dx, (tuple, list)) and len(dx) == len(wanted) else [None] * len(wanted)
+        names = ", ".join(f"d{spec.name}" for spec in wanted)
+        for spec, d in zip(wanted, got):
+            rows.add(f"backward output d{spec.name}", spec.shape(cfg), _shape(d) if d is not None else describe(dx),
+                     f"backward returns ({names}); d{spec.name} has the shape of forward's {spec.name}")
     _param_rows(subject, module, slots, rows, notes)
 
 

@@ -88,8 +88,7 @@ def softmax_rows(subject, rng):
 
     B, H, T = cfg.batch_size, cfg.num_heads, cfg.seq_len
     module, _ = subject.fresh(rng)
-    x = subject.make_input(rng)
-    subject.forward(module, x)
+    subject.forward(module, *subject.make_inputs(rng))
     A = getattr(module, "attn_weights", None)
     if A is None:
         raise CheckFailure(f"{kind.name}: no attn_weights after forward: keep the softmax output as "

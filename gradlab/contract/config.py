@@ -34,6 +34,8 @@ class Config:
     warmup_steps: int = 4
     # ffn: "gelu" (tanh approximation, the contract's default) or "relu"
     activation: str = "gelu"
+    # dropout: the probability of dropping an entry while training
+    dropout: float = 0.1
     extra: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):

@@ -5,6 +5,7 @@ Checks never look at a kind's name: they ask for tags such as "causal" or
 "token_ids". A new kind is one entry here plus a reference module in modules/.
 """
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 
@@ -21,6 +22,54 @@ OPTIMIZER = "optimizer"             # build(cfg).step(params, grads)
 LOSS = "loss"                       # function returning (loss, grad)
 TRAJECTORY = "trajectory"           # compared step by step with a reference over time
 SUBMODULE = "submodule"             # can be swapped into the reference LM for the overfit check
+POSITION_TABLE = "position_table"   # function (max_len, d_model) -> table (max_len, d_model)
+INITIALIZER = "initializer"         # function (shape, scheme, rng) -> array of random initial weights
+SCHEDULER = "scheduler"             # build(cfg) -> object whose call (or step()) advances one step, returns the lr
+SMOOTHING = "smoothing"             # a loss with a label-smoothing epsilon
+STOCHASTIC = "stochastic"           # forward(x, training): random while training, the identity otherwise
+CHUNKED = "chunked"                 # function (Q, K, V, chunk_size, causal=False): attention by query chunks
+KEY_PADDING = "key_padding"         # takes key_padding_mask (B, S), True where the key is padding
+
+
+@dataclass(frozen=True)
+class Input:
+    """One argument of forward, in the order forward takes it (gradlab passes
+    every declared input positionally, so the student's parameter names do
+    not matter). Checks read this declaration instead of assuming one x."""
+    name: str
+    shape: Callable                 # cfg -> shape
+    role: str = "float"             # "float" (gets a gradient when the kind has INPUT_GRAD), "ids", "mask", "flag"
+    causal: bool = True             # CAUSAL kinds: the output at t depends on this input's positions <= t only
+    value: Any = None               # a flag's value in every check but those about it (training=False)
+
+    @property
+    def differentiable(self):
+        return self.role == "float"
+
+    def make(self, cfg, rng):
+        """A value in cfg.dtype: random floats, random ids, a padding mask, or the flag's value."""
+        if self.role == "flag":
+            return self.value
+        shape = self.shape(cfg)
+        if self.role == "ids":
+            return rng.integers(0, cfg.vocab_size, size=shape)
+        if self.role == "mask":
+            return padding_mask(shape, rng)
+        return rng.standard_normal(shape).astype(cfg.np_dtype)
+
+
+def src_len(cfg):
+    """The encoder memory's length: different from seq_len, so a swapped axis cannot pass unseen."""
+    return cfg.seq_len + 2
+
+
+def padding_mask(shape, rng):
+    """(B, S) bool, True where padded: each sample keeps a random prefix of at least half its keys, and
+    sample 0 always has padding (so padding is exercised) while no sample is padded entirely."""
+    B, S = shape
+    keep = rng.integers((S + 1) // 2, S + 1, size=B)
+    keep[0] = min(keep[0], S - 1) if S > 1 else S
+    return np.arange(S)[None, :] >= keep[:, None]
 
 
 @dataclass(frozen=True)
@@ -30,9 +79,25 @@ class KindSpec:
     summary: str
     tags: frozenset = frozenset()
     cfg_defaults: dict = field(default_factory=dict)
+    inputs: tuple = ()              # Input declarations; empty: one input, x (or ids for token kinds)
 
     def has(self, tag):
         return tag in self.tags
+
+    # --- inputs (module kinds) -------------------------------------------
+    def input_specs(self):
+        """forward's arguments, in order."""
+        if self.inputs:
+            return self.inputs
+        return (Input("ids", self.input_shape, "ids") if self.has(TOKEN_IDS) else Input("x", self.input_shape),)
+
+    def grad_inputs(self):
+        """The inputs backward returns a gradient for, in order (none without INPUT_GRAD)."""
+        return tuple(i for i in self.input_specs() if i.differentiable) if self.has(INPUT_GRAD) else ()
+
+    def make_inputs(self, cfg, rng):
+        """A tuple of forward's arguments (for one-input kinds exactly make_input's draw)."""
+        return tuple(i.make(cfg, rng) for i in self.input_specs())
 
     # --- shapes, as functions of cfg -------------------------------------
     def param_shapes(self, cfg):
@@ -41,13 +106,14 @@ class KindSpec:
 
     def input_shape(self, cfg):
         B, T, D = cfg.batch_size, cfg.seq_len, cfg.d_model
+        logits = (B, T, cfg.vocab_size)
         return {"linear": (B, T, D), "embedding": (B, T), "lm": (B, T),
-                "softmax": (B, T, cfg.vocab_size), "cross_entropy": (B, T, cfg.vocab_size)}.get(self.name, (B, T, D))
+                "softmax": logits, "cross_entropy": logits, "label_smoothing": logits}.get(self.name, (B, T, D))
 
     def output_shape(self, cfg):
         B, T, D = cfg.batch_size, cfg.seq_len, cfg.d_model
         return {"linear": (B, T, linear_d_out(cfg)), "lm": (B, T, cfg.vocab_size),
-                "softmax": (B, T, cfg.vocab_size), "cross_entropy": ()}.get(self.name, (B, T, D))
+                "softmax": (B, T, cfg.vocab_size), "cross_entropy": (), "label_smoothing": ()}.get(self.name, (B, T, D))
 
     @property
     def module_size_names(self):
@@ -83,11 +149,8 @@ class KindSpec:
         return _SIGNATURES.get(self.name, ("", {}))[0]
 
     def make_input(self, cfg, rng):
-        """A forward input for this kind, in cfg.dtype (ids for token kinds)."""
-        shape = self.input_shape(cfg)
-        if self.has(TOKEN_IDS):
-            return rng.integers(0, cfg.vocab_size, size=shape)
-        return rng.standard_normal(shape).astype(cfg.np_dtype)
+        """forward's first input, in cfg.dtype (ids for token kinds)."""
+        return self.input_specs()[0].make(cfg, rng)
 
 
 def linear_d_out(cfg):
@@ -152,6 +215,30 @@ def _lm_shapes(cfg):
     return shapes
 
 
+def _encoder_layer_shapes(cfg):
+    D, F = cfg.d_model, cfg.d_ff
+    shapes = {name: (D, D) for name in ("W_Q", "W_K", "W_V", "W_O")}
+    shapes.update({"W1": (D, F), "b1": (F,), "W2": (F, D), "b2": (D,)})
+    shapes.update({name: (D,) for name in ("gamma1", "beta1", "gamma2", "beta2")})
+    return shapes
+
+
+def _cross_attention_shapes(cfg, prefix=""):
+    D = cfg.d_model
+    return {f"{prefix}q_weight": (D, D), f"{prefix}q_bias": (D,), f"{prefix}kv_weight": (D, 2 * D),
+            f"{prefix}kv_bias": (2 * D,), f"{prefix}out_weight": (D, D), f"{prefix}out_bias": (D,)}
+
+
+def _decoder_layer_shapes(cfg):
+    D = cfg.d_model
+    shapes = {f"self_attn.{k}": v for k, v in _PARAM_SHAPES["attention"](cfg).items()}
+    shapes.update(_cross_attention_shapes(cfg, "cross_attn."))
+    shapes.update({f"ffn.{k}": v for k, v in _PARAM_SHAPES["ffn"](cfg).items()})
+    for ln in ("ln1", "ln2", "ln3"):
+        shapes.update({f"{ln}.gamma": (D,), f"{ln}.beta": (D,)})
+    return shapes
+
+
 _PARAM_SHAPES = {
     "linear": lambda c: {"weight": (c.d_model, linear_d_out(c)), "bias": (linear_d_out(c),)},
     "layernorm": lambda c: {"gamma": (c.d_model,), "beta": (c.d_model,)},
@@ -162,7 +249,14 @@ _PARAM_SHAPES = {
     "positional": lambda c: {"weight": (c.max_len, c.d_model)},
     "block": _block_shapes,
     "lm": _lm_shapes,
+    "encoder_layer": _encoder_layer_shapes,
+    "cross_attention": _cross_attention_shapes,
+    "decoder_layer": _decoder_layer_shapes,
 }
+
+_X = Input("x", lambda c: (c.batch_size, c.seq_len, c.d_model))
+_MEMORY = Input("memory", lambda c: (c.batch_size, src_len(c), c.d_model), causal=False)
+_KEY_PADDING_MASK = Input("key_padding_mask", lambda c: (c.batch_size, src_len(c)), "mask", causal=False)
 
 _MODULE = frozenset({DIFFERENTIABLE, PER_SAMPLE})
 _OPTIMIZER_DEFAULTS = {"eps": 1e-8}
@@ -193,6 +287,25 @@ KINDS = {spec.name: spec for spec in [
              frozenset({TRAJECTORY})),
     KindSpec("clip_grad_norm", "function", "(grads list, max_norm) -> total norm; scales in place",
              frozenset({TRAJECTORY})),
+    # --- article 000's modules ------------------------------------------------
+    KindSpec("sinusoidal", "function", "sinusoidal positional encoding (max_len, d_model) -> table",
+             frozenset({POSITION_TABLE})),
+    KindSpec("init", "function", "weight initialisers (shape, scheme, rng): xavier/he, uniform/normal",
+             frozenset({INITIALIZER})),
+    KindSpec("warmup", "scheduler", "stateful warmup (Noam) scheduler: each call advances one step, returns lr",
+             frozenset({TRAJECTORY, SCHEDULER})),
+    KindSpec("label_smoothing", "function", "(logits, targets, epsilon=0.1) -> (mean smoothed loss, grad_logits)",
+             frozenset({DIFFERENTIABLE, LOSS, SMOOTHING})),
+    KindSpec("chunked_attention", "function", "(Q, K, V, chunk_size, causal=False) -> out, by query chunks",
+             frozenset({CHUNKED})),
+    KindSpec("dropout", "module", "inverted dropout: forward(x, training) keeps its mask, scales by 1/(1-p)",
+             _MODULE | {INPUT_GRAD, STOCHASTIC}, inputs=(_X, Input("training", lambda c: (), "flag", value=False))),
+    KindSpec("encoder_layer", "module", "Post-LN encoder layer: LN(x + attn(x)), LN(h + relu-ffn(h)), no mask",
+             _MODULE | {INPUT_GRAD}),
+    KindSpec("cross_attention", "module", "queries from x over encoder memory, key_padding_mask: (dx, dmemory)",
+             _MODULE | {INPUT_GRAD, KEY_PADDING}, inputs=(_X, _MEMORY, _KEY_PADDING_MASK)),
+    KindSpec("decoder_layer", "module", "Post-LN decoder layer: masked self-attn, cross-attn, relu FFN",
+             _MODULE | {INPUT_GRAD, CAUSAL, KEY_PADDING}, inputs=(_X, _MEMORY, _KEY_PADDING_MASK)),
 ]}
 
 

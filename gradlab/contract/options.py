@@ -135,6 +135,8 @@ FIELDS = {
                          low=1, high=10_000),
     "activation": Rule(str, "the FFN activations the contract names: GELU (tanh approximation) or ReLU",
                        "gelu", choices=("gelu", "relu")),
+    "dropout": Rule(float, "the probability that dropout drops an entry while training; at 1 nothing is left to "
+                    "scale by 1/(1-p)", 0.1, **FRACTION),
     "seed": Rule(int, "np.random.seed, which a module may call with it, takes 0 to 2**32 - 1", 0,
                  low=0, high=2**32 - 1),
 }

@@ -8,7 +8,7 @@ import numpy as np
 from gradlab.execution.discovery import arrays_at_build, explain, find_slots
 from gradlab.contract.errors import CheckSkipped, StudentError
 from gradlab.execution.harness import as_float_array, describe, guarded, unsupported_precision
-from gradlab.contract.kinds import INPUT_GRAD
+from gradlab.contract.kinds import SMOOTHING
 
 
 class Subject:
@@ -53,6 +53,10 @@ class Subject:
                 raise StudentError(f"build(cfg) returned {type(module).__name__}, which has no forward() method")
             if not callable(getattr(module, "backward", None)) and self.no_backward is None:
                 self.no_backward = f"{type(module).__name__} has no backward() method"
+        elif self.kind.form == "scheduler":
+            if not (callable(module) or callable(getattr(module, "step", None))):
+                raise StudentError(f"build(cfg) returned {type(module).__name__}, which is neither callable "
+                                   "(scheduler() -> lr) nor has a step() method")
         elif not callable(getattr(module, "step", None)):
             raise StudentError(f"build(cfg) returned {type(module).__name__}, which has no step(params, grads) method")
         self._build_ids[id(module)] = arrays_at_build(module)
@@ -60,28 +64,47 @@ class Subject:
             self._build_ids.pop(next(iter(self._build_ids)))
         return module
 
-    def forward(self, module, x):
-        out = self._call("forward", module.forward, x)
+    def forward(self, module, *inputs, **kwargs):
+        """forward(*inputs): the kind's declared inputs, in order (CONTRACT §3). Flags left out
+        (training) get their declared value, so a deterministic check may pass x alone."""
+        out = self._call("forward", module.forward, *self.complete(inputs), **kwargs)
         return as_float_array(out, "forward", self.kind.output_shape(self.cfg), self._shape_hint())
 
+    def complete(self, inputs):
+        """inputs followed by the declared values of the trailing flags not given."""
+        rest = self.kind.input_specs()[len(inputs):]
+        if rest and all(spec.role == "flag" for spec in rest):
+            return tuple(inputs) + tuple(spec.value for spec in rest)
+        return tuple(inputs)
+
     def backward(self, module, grad_out):
-        """dL/dx (None for kinds without an input gradient). A module without a usable
-        backward (none, or one raising NotImplementedError) raises CheckSkipped: the
-        check that needs gradients cannot judge, and says why."""
+        """-> a tuple with one validated gradient per input the kind differentiates (CONTRACT §3):
+        (dx,) for most kinds, (dx, dmemory) for cross-attention, () for token kinds (whose
+        return value is ignored). A module without a usable backward (none, or one raising
+        NotImplementedError) raises CheckSkipped: the check that needs gradients cannot
+        judge, and says why."""
         if self.no_backward:
             raise CheckSkipped(self.skip_reason())
         try:
-            dx = self._call("backward", module.backward, grad_out)
+            got = self._call("backward", module.backward, grad_out)
         except StudentError as e:
             if not self.not_implemented(e):
                 raise
             raise CheckSkipped(self.skip_reason()) from None
-        if not self.kind.has(INPUT_GRAD):
-            return None  # embedding and lm: nothing to return (a returned value is ignored)
-        words = self.kind.symbolic(type(self.kind).input_shape)
-        return as_float_array(dx, "backward", self.kind.input_shape(self.cfg),
-                              (f" = {words} from cfg" if words else "")
-                              + " (the gradient with respect to forward's input x)")
+        wanted = self.kind.grad_inputs()
+        if not wanted:
+            return ()
+        if len(wanted) == 1:
+            words = self.kind.symbolic(type(self.kind).input_shape)
+            return (as_float_array(got, "backward", wanted[0].shape(self.cfg),
+                                   (f" = {words} from cfg" if words else "")
+                                   + " (the gradient with respect to forward's input x)"),)
+        names = ", ".join(f"d{spec.name}" for spec in wanted)
+        if not isinstance(got, (tuple, list)) or len(got) != len(wanted):
+            raise StudentError(f"backward returned {describe(got)}; it must return a tuple ({names}), one gradient "
+                               f"per input of forward")
+        return tuple(as_float_array(g, f"backward's d{spec.name}", spec.shape(self.cfg),
+                                    f" (the shape of forward's {spec.name})") for g, spec in zip(got, wanted))
 
     def not_implemented(self, error):
         """True (and the module noted as forward-only) when a StudentError from
@@ -123,13 +146,16 @@ class Subject:
     def make_input(self, rng):
         return self.kind.make_input(self.cfg, rng)
 
+    def make_inputs(self, rng):
+        """forward's arguments as a tuple (x alone for one-input kinds: the same draw as make_input)."""
+        return self.kind.make_inputs(self.cfg, rng)
+
     def fresh(self, rng, randomize=True):
         """Build, run one forward/backward to find the parameters, and (by default)
         give them random values so that no bug hides behind gamma=1 or bias=0.
         A forward-only module skips the backward. Returns (module, slots)."""
         module = self.build()
-        x = self.make_input(rng)
-        out = self.forward(module, x)
+        out = self.forward(module, *self.make_inputs(rng))
         try:
             self.backward(module, np.ones_like(out))
         except CheckSkipped:
@@ -181,6 +207,11 @@ def usable_parameter(slot):
                            "ndarrays (masked arithmetic skips masked entries, so no gradient of them can be checked)")
 
 
+def copies(inputs):
+    """Fresh copies of forward's arguments (flags and other non-arrays as they are)."""
+    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in inputs)
+
+
 def randomize_params(slots, rng):
     """Give every parameter random values of a sensible scale, in place.
     Constant initialisations (zeros, ones) are where bugs hide: dx = g without
@@ -219,8 +250,23 @@ def with_ignored(targets, rng):
     return padded
 
 
+SMOOTHING_EPSILON = 0.1   # the label-smoothing epsilon the loss checks pass (the smoothing check tries others)
+
+
+def loss_options(kind, ignore_index=None):
+    """The arguments a loss kind takes after (logits, targets), positionally: (epsilon,) for label
+    smoothing; for cross_entropy (ignore_index,) when one is given."""
+    if kind.has(SMOOTHING):
+        return (SMOOTHING_EPSILON,)
+    return () if ignore_index is None else (ignore_index,)
+
+
 def call_cross_entropy(subject, logits, targets, ignore_index=None):
-    """-> (loss as float, grad_logits), validated."""
+    """-> (loss as float, grad_logits), validated. Label smoothing gets epsilon (SMOOTHING_EPSILON)."""
+    if subject.kind.has(SMOOTHING):
+        got = subject.call(logits, targets, SMOOTHING_EPSILON,
+                           what=f"{subject.kind.name}(logits, targets, epsilon={SMOOTHING_EPSILON})")
+        return validate_loss(subject, got, f"{subject.kind.name}(logits, targets, epsilon)", logits)
     kwargs = {} if ignore_index is None else {"ignore_index": ignore_index}
     what = "cross_entropy(logits, targets" + (", ignore_index=...)" if kwargs else ")")
     if kwargs and not _accepts(subject.registration.target, logits, targets, **kwargs):
@@ -228,6 +274,11 @@ def call_cross_entropy(subject, logits, targets, ignore_index=None):
                            "cross_entropy(logits, targets, ignore_index=None): targets equal to ignore_index "
                            "(padding) add nothing to the loss and get a zero gradient")
     got = subject.call(logits, targets, what=what, **kwargs)
+    return validate_loss(subject, got, what, logits)
+
+
+def validate_loss(subject, got, what, logits):
+    """A loss function's return value -> (loss as float, grad_logits), or StudentError."""
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         raise StudentError(f"{what} returned {describe(got)}; it must return (loss, grad_logits)")
     loss, grad = got
@@ -248,6 +299,12 @@ def accepts_keyword(subject, name):
     except ValueError:      # no signature to read (a builtin): let the call decide
         pass
     return True
+
+
+def takes_ignore_index(subject):
+    """The loss checks run with padding only when CONTRACT §3 gives the kind an ignore_index (cross_entropy,
+    not label_smoothing) and the student's function takes one (else the signature check says so, once)."""
+    return "ignore_index" in subject.kind.keyword_args() and accepts_keyword(subject, "ignore_index")
 
 
 def _accepts(fn, *args, **kwargs):

@@ -7,30 +7,46 @@ from gradlab.numerics.repeatable import require_repeatable
 from gradlab.numerics.tolerance import tolerance
 
 
-def perturbed(kind, cfg, x, axis, index, rng):
-    """A copy of x with slice `index` along `axis` changed (a different id for token kinds)."""
+def perturbed(kind, cfg, x, axis, index, rng, ids=None):
+    """A copy of x with slice `index` along `axis` changed (a different id for token kinds,
+    or when `ids` says so)."""
     y = x.copy()
     where = (slice(None),) * axis + (index,)
-    if kind.has(TOKEN_IDS):
+    if kind.has(TOKEN_IDS) if ids is None else ids:
         y[where] = (y[where] + rng.integers(1, cfg.vocab_size, size=y[where].shape)) % cfg.vocab_size
     else:
         y[where] = y[where] + rng.standard_normal(y[where].shape).astype(y.dtype)
     return y
 
 
-def influence_matrix(call, kind, cfg, x, axis, rng):
+def influence_matrix(call, kind, cfg, x, axis, rng, which=None):
     """(change, tolerance): change[r, c] is how much the output's slice r along
-    `axis` moved when the input's slice c along `axis` was perturbed. `call`
-    gets a fresh copy each time (mutating it is input_mutation's finding)."""
-    first = call(x.copy())
+    `axis` moved when the input's slice c along `axis` was perturbed. `x` is one
+    array, or a tuple of forward's inputs (then `call` takes them all, and the
+    inputs at positions `which` are perturbed together; default: every float or
+    id array). `call` gets fresh copies each time (mutating them is
+    input_mutation's finding)."""
+    many = isinstance(x, tuple)
+    inputs = x if many else (x,)
+    specs = kind.input_specs() if many else ()
+    if which is None:
+        which = [k for k, a in enumerate(inputs) if isinstance(a, np.ndarray)
+                 and (not many or specs[k].role in ("float", "ids"))]
+
+    def run(args):
+        return call(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+
+    first = run(inputs)
     base = first.astype(np.float64)
     # Otherwise every slice looks like it moves every output, and the leak is blamed on the
     # wrong thing (a mask, a reshape) when the cause is randomness in forward.
-    require_repeatable("forward", first, call(x.copy()), "which outputs an input position moves")
+    require_repeatable("forward", first, run(inputs), "which outputs an input position moves")
     allowed = tolerance("repeat", cfg.np_dtype, first).allowed(max(float(np.abs(base).max()), 1.0))
-    n = x.shape[axis]
+    n = inputs[which[0]].shape[axis]
     change = np.zeros((n, n))
     for c in range(n):
-        diff = np.abs(call(perturbed(kind, cfg, x, axis, c, rng)).astype(np.float64) - base)
+        moved = tuple(perturbed(kind, cfg, a, axis, c, rng, specs[k].role == "ids" if many else None)
+                      if k in which else a for k, a in enumerate(inputs))
+        diff = np.abs(run(moved).astype(np.float64) - base)
         change[:, c] = np.moveaxis(diff, axis, 0).reshape(n, -1).max(axis=1)
     return change, allowed
