@@ -3,7 +3,8 @@ When it fails the other checks are skipped, so their messages are not noise."""
 import numpy as np
 
 from gradlab.contract.errors import CheckFailure, StudentError
-from gradlab.contract.kinds import LOSS, PROBABILITIES, TRAJECTORY
+from gradlab.contract.kinds import CHUNKED, INITIALIZER, LOSS, POSITION_TABLE, PROBABILITIES, TRAJECTORY
+from gradlab.execution.calls import Scheduler, call_chunked, call_init, call_table
 from gradlab.execution.subject import call_cross_entropy, call_scalar, call_softmax
 from gradlab.contract.suite import Outcome, check
 
@@ -44,6 +45,9 @@ def smoke(subject, rng):
                            "it holds)", {"parameters": len(slots), "forward_only": True})
         return Outcome(f"builds; forward and backward run; {len(slots)} parameters found",
                        {"parameters": len(slots)})
+    if kind.form == "scheduler":
+        Scheduler(subject, subject.build()).next()
+        return Outcome("builds; one call returns a learning rate")
     if kind.form == "optimizer":
         optimizer = subject.build()
         params = {"w": rng.standard_normal((3, 4))}
@@ -59,6 +63,13 @@ def smoke(subject, rng):
         logits = rng.standard_normal(kind.input_shape(cfg))
         targets = rng.integers(0, cfg.vocab_size, size=logits.shape[:-1])
         call_cross_entropy(subject, logits, targets)
+    elif kind.has(POSITION_TABLE):
+        call_table(subject, cfg.max_len, cfg.d_model)
+    elif kind.has(INITIALIZER):
+        call_init(subject, (3, 5), "xavier_uniform", rng)
+    elif kind.has(CHUNKED):
+        q = rng.standard_normal((cfg.batch_size, cfg.num_heads, cfg.seq_len, cfg.d_k))
+        call_chunked(subject, q, q, q, 2)
     elif kind.has(TRAJECTORY) and kind.name == "schedule":
         call_scalar(subject, "schedule(1, d_model, warmup_steps)", 1, cfg.d_model, cfg.warmup_steps)
     else:

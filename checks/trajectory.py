@@ -19,6 +19,7 @@ from gradlab.contract.numbers import distinct
 from gradlab.diagnosis.matcher import name_cause
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.contract.records import curve, table
+from gradlab.execution.calls import Scheduler
 from gradlab.execution.subject import Subject, call_scalar
 from gradlab.contract.suite import Outcome, check
 from gradlab.numerics.tolerance import tolerance
@@ -43,6 +44,8 @@ def trajectory(subject, rng):
     kind = subject.kind
     if kind.form == "optimizer":
         return _optimizer(subject, rng)
+    if kind.form == "scheduler":
+        return _scheduler(subject)
     # The one place a check looks at a kind's name: these two function kinds
     # share the TRAJECTORY tag but not a calling convention.
     if kind.name == "schedule":
@@ -383,12 +386,45 @@ def _clip_hint(grads, max_norm, returned, theirs, tol):
 
 # ---- learning-rate schedule -----------------------------------------------------------
 
+def _steps(W):
+    """Warmup, the peak and the decay: every step to 3 * warmup_steps, then two far ones."""
+    return list(range(1, 3 * W + 1)) + [10 * W, 100 * W]
+
+
 def _schedule(subject):
     cfg = subject.cfg
-    ref = reference_impl().get(subject.kind.name).target
     D, W = cfg.d_model, cfg.warmup_steps
-    steps = list(range(1, 3 * W + 1)) + [10 * W, 100 * W]
+    steps = _steps(W)
     got = [call_scalar(subject, f"schedule({s}, {D}, {W})", s, D, W) for s in steps]
+    return _compare_schedule(subject, steps, got)
+
+
+def _scheduler(subject):
+    """The stateful form (article 000's WarmupScheduler): each call is the next step; the same curve as
+    the function `schedule`. A second instance must start again at step 1 (no shared count)."""
+    cfg = subject.cfg
+    steps = _steps(cfg.warmup_steps)
+    first = Scheduler(subject, subject.build())
+    values = [first.next() for _ in range(steps[-1])]
+    outcome = _compare_schedule(subject, steps, [values[s - 1] for s in steps])
+    second = Scheduler(subject, subject.build())
+    again = second.next()
+    want = values[0]
+    if abs(again - want) > 1e-9 * abs(want):
+        raise CheckFailure(
+            f"{subject.kind.name}: a second scheduler, built after the first had made {steps[-1]} steps, returned "
+            f"{again:.8g} on its first call, not the step-1 rate {want:.8g}: the step count is shared between "
+            "instances (a class attribute or a module-level counter?); keep it on self, set in __init__",
+            {"first_call": again, "reference": want})
+    outcome.message += "; a second instance starts again at step 1"
+    return outcome
+
+
+def _compare_schedule(subject, steps, got):
+    """got[k]: the student's lr at steps[k], against the `schedule` reference and its known slips."""
+    cfg = subject.cfg
+    ref = reference_impl().get("schedule").target
+    D, W = cfg.d_model, cfg.warmup_steps
     want = [ref(s, D, W) for s in steps]
     errs = [abs(g - w) / abs(w) for g, w in zip(got, want)]
     rows = [{"step": s, "lr": g, "reference": w, "error": e} for s, g, w, e in zip(steps, got, want, errs)]
@@ -402,7 +438,7 @@ def _schedule(subject):
     hint = _schedule_hint(steps, got, want, D, W, tol)
     tg, tw = distinct(got[i], want[i], least=8)
     raise CheckFailure(
-        f"schedule: step {steps[i]} (d_model={D}, warmup_steps={W}) gives lr {tg}, reference {tw} "
+        f"{subject.kind.name}: step {steps[i]} (d_model={D}, warmup_steps={W}) gives lr {tg}, reference {tw} "
         f"(d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5), steps counted from 1)"
         + (f"; likely cause: {hint}" if hint else f"; wrong at {len(bad)} of {len(steps)} steps"),
         {"step": steps[i], "lr": got[i], "reference": want[i]}, details)

@@ -147,8 +147,9 @@ class Subject:
         return self.kind.make_input(self.cfg, rng)
 
     def make_inputs(self, rng):
-        """forward's arguments as a tuple (x alone for one-input kinds: the same draw as make_input)."""
-        return self.kind.make_inputs(self.cfg, rng)
+        """forward's arguments as a tuple, as the kind declares them; the first is make_input's draw."""
+        rest = self.kind.input_specs()[1:]
+        return (self.make_input(rng),) + tuple(spec.make(self.cfg, rng) for spec in rest)
 
     def fresh(self, rng, randomize=True):
         """Build, run one forward/backward to find the parameters, and (by default)

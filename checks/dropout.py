@@ -1,0 +1,124 @@
+"""`dropout`: inverted dropout, judged while training (every other check runs
+it with training=False, where it must be the identity).
+
+With x nonzero everywhere, forward(x, training=True)'s zeros are the dropped
+entries, so the mask is visible from the output. Checked:
+1. training=False and p = 0: the identity, forward and backward;
+2. kept entries are x / (1 - p) (inverted scaling), dropped ones exactly 0;
+3. backward reuses forward's mask: dx = g * mask / (1 - p);
+4. the expectation is preserved: a z-test of mean(out / x) = 1, and a binomial test
+   of the number kept (1 - p of them), at p = 0.3 and at p = 0.9 (close to 1);
+   ALPHA = 1e-4 per test, 4 tests: a false alarm in at most 0.04% of runs;
+5. two training calls draw different masks.
+"""
+import numpy as np
+from scipy import stats
+
+from gradlab.contract.errors import CheckFailure
+from gradlab.contract.kinds import STOCHASTIC
+from gradlab.contract.records import table
+from gradlab.contract.suite import Outcome, check
+from gradlab.execution.subject import Subject
+
+ALPHA = 1e-4
+P_MID, P_HIGH = 0.3, 0.9
+SIZES = {"batch_size": 4, "seq_len": 64, "max_len": 64, "d_model": 64}    # 16,384 entries per call
+
+
+def _subject(subject, p):
+    cfg = subject.cfg.replace(dropout=p, **SIZES)
+    return Subject(subject.kind, subject.registration, cfg, subject.impl_name, subject.files)
+
+
+def _input(s, rng):
+    """x with |x| in [0.5, 2.5): no entry is 0, so a 0 in the output is a dropped entry."""
+    shape = s.kind.input_shape(s.cfg)
+    x = (0.5 + 2 * rng.random(shape)) * rng.choice([-1.0, 1.0], size=shape)
+    return x.astype(s.cfg.np_dtype)
+
+
+def _tol(dtype):
+    return 1e-12 if np.dtype(dtype) == np.float64 else 1e-6
+
+
+def _identity(kind, s, rng, training, label):
+    module = s.build()
+    x, g = _input(s, rng), _input(s, rng)
+    out = s.forward(module, x.copy(), training)
+    (dx,) = s.backward(module, g.copy())
+    for what, got, want in (("forward", out, x), ("backward", dx, g)):
+        if not np.allclose(got, want, rtol=_tol(got.dtype), atol=0):
+            k = int(np.argmax(np.abs(got.astype(np.float64) - want)))
+            raise CheckFailure(
+                f"{kind.name}: {label}: {what} must be the identity, but entry {k} is {float(got.flat[k]):.6g}, "
+                f"not {float(want.flat[k]):.6g}" + (
+                    "; dropout only drops (and scales) while training: return x unchanged when training is False "
+                    "(inverted dropout needs no rescaling at evaluation)" if not training else
+                    "; with p = 0 nothing is dropped and 1/(1-p) = 1"), {"case": label})
+
+
+def _training(kind, s, p, rng, rows):
+    module = s.build()
+    x = _input(s, rng)
+    out = s.forward(module, x.copy(), True).astype(np.float64)
+    ratio = out / x.astype(np.float64)                 # 0 where dropped, 1/(1-p) where kept
+    kept = out != 0
+    n, k = out.size, int(kept.sum())
+    scale = 1 / (1 - p)
+    tol = max(_tol(out.dtype), _tol(s.cfg.np_dtype)) * 10
+    if k and not np.allclose(ratio[kept], scale, rtol=tol, atol=0):
+        r = float(np.median(ratio[kept]))
+        why = ("kept entries are not scaled: inverted dropout multiplies them by 1/(1-p) while training, so "
+               "the expectation stays x" if abs(r - 1) < 1e-6 else
+               "kept entries are scaled by (1-p) instead of 1/(1-p)" if abs(r - (1 - p)) < 1e-6 else
+               f"kept entries are x times {r:.6g}, not 1/(1-p) = {scale:.6g}")
+        raise CheckFailure(f"{kind.name}: p={p}, training=True: {why}", {"p": p, "scale": r})
+    # the expectation: mean(out / x) = 1 (each ratio is 0 or 1/(1-p): mean 1, variance p/(1-p))
+    z = (float(ratio.mean()) - 1) / np.sqrt(p / (1 - p) / n)
+    p_mean = 2 * stats.norm.sf(abs(z))
+    p_kept = stats.binomtest(k, n, 1 - p).pvalue
+    rows.append({"p": p, "entries": n, "kept": k, "expected kept": round(n * (1 - p)), "mean(out / x)":
+                 float(ratio.mean()), "p(expectation)": p_mean, "p(kept count)": p_kept,
+                 "ok": min(p_mean, p_kept) >= ALPHA})
+    if min(p_mean, p_kept) < ALPHA:
+        frac = k / n
+        why = ("p is used as the probability of keeping an entry; it is the probability of dropping one "
+               "(keep = rng.random(x.shape) >= p, or < 1 - p)" if abs(frac - p) < 0.02 else
+               f"{frac:.4f} of the entries are kept, expected 1 - p = {1 - p:.4f}")
+        raise CheckFailure(
+            f"{kind.name}: p={p}, training=True: the expectation of the output is {float(ratio.mean()):.4f} x the "
+            f"input, not x (z-test p = {p_mean:.1e}, kept-count binomial test p = {p_kept:.1e}, rejecting below "
+            f"{ALPHA:g}): {why}", {"p": p, "kept_fraction": frac}, {"views": [table("dropout statistics", rows)]})
+    # backward reuses forward's mask
+    g = _input(s, rng)
+    (dx,) = s.backward(module, g.copy())
+    want = g.astype(np.float64) * ratio
+    if not np.allclose(dx, want, rtol=tol, atol=0):
+        zeros_match = np.array_equal(dx == 0, ~kept)
+        why = ("backward draws a new mask: reuse the one forward kept (self.mask)" if not zeros_match and
+               np.count_nonzero(dx == 0) else
+               "backward ignores the mask (dx = g): multiply by the mask forward kept" if np.allclose(dx, g) else
+               "backward uses forward's mask but not its 1/(1-p) scaling" if np.allclose(dx, g * kept) else
+               "dx is not g * mask / (1 - p)")
+        raise CheckFailure(f"{kind.name}: p={p}, training=True: {why}", {"p": p})
+    again = s.forward(module, x.copy(), True)
+    if np.array_equal(again != 0, kept):
+        raise CheckFailure(f"{kind.name}: p={p}: two training calls dropped exactly the same {n - k} entries: the "
+                           "mask must be drawn anew on every forward (is the random generator reseeded inside "
+                           "forward?)", {"p": p})
+
+
+@check("dropout", needs={STOCHASTIC}, order=20,
+       summary="training=False and p=0 are the identity; inverted scaling 1/(1-p); backward reuses the mask; "
+               "the expectation is preserved (scipy.stats, false-alarm rate 0.04% per run)")
+def dropout(subject, rng):
+    kind = subject.kind
+    _identity(kind, _subject(subject, P_MID), rng, False, "training=False")
+    _identity(kind, _subject(subject, 0.0), rng, True, "p=0, training=True")
+    rows = []
+    for p in (P_MID, P_HIGH):
+        _training(kind, _subject(subject, p), p, rng, rows)
+    return Outcome(f"training=False and p=0 are the identity; at p={P_MID} and p={P_HIGH} kept entries are scaled "
+                   "by 1/(1-p), backward reuses the mask, and the expectation is preserved (4 tests at alpha = "
+                   f"{ALPHA:g}: a false alarm in at most 0.04% of runs)",
+                   {"alpha": ALPHA, "tests": 4}, {"views": [table("dropout statistics", rows)]})

@@ -1,0 +1,102 @@
+"""`key_padding`: a key_padding_mask (B, S), True where the key is padding.
+
+1. Padded keys get exactly zero weight: changing the memory at padded positions changes
+   no output (and attn_weights, when kept with shape (B, H, T, S), are 0 there).
+2. No gradient flows into padded positions: dmemory is exactly 0 there.
+3. A sample whose keys are all padded gives finite outputs and gradients (no NaN). What
+   such a row gives is the module's choice, since nothing downstream should use it:
+   gradlab's reference gives all-zero attention weights (so the context is 0 and the
+   output is the output projection's bias); -1e9 masking gives uniform weights. Both pass;
+   -inf masking with a plain softmax gives NaN (0/0) and fails.
+The mask makes the softmax exact: exp(-inf) (or exp(-1e9 - max)) is exactly 0, so the
+tolerances are only rounding guards."""
+import numpy as np
+
+from gradlab.contract.errors import CheckFailure
+from gradlab.contract.kinds import KEY_PADDING
+from gradlab.contract.suite import Outcome, check
+from gradlab.execution.harness import describe
+
+TOLERANCE = {"float64": 1e-12, "float32": 1e-6}   # relative to the output's size
+
+_HOW = ("set scores[b, :, :, j] = -inf (or -1e9) where key_padding_mask[b, j] is True, before the softmax "
+        "(broadcast the mask as mask[:, None, None, :])")
+
+
+def _positions(subject):
+    specs = subject.kind.input_specs()
+    names = [s.name for s in specs]
+    return names.index("memory"), names.index("key_padding_mask")
+
+
+@check("key_padding", needs={KEY_PADDING}, order=22,
+       summary="padded keys get exactly zero weight, no gradient flows into them, a fully padded row gives no NaN")
+def key_padding(subject, rng):
+    kind, cfg = subject.kind, subject.cfg
+    m, k = _positions(subject)
+    module, _ = subject.fresh(rng)
+    inputs = list(subject.make_inputs(rng))
+    mask = inputs[k]
+    padded = np.argwhere(mask)
+    base = subject.forward(module, *inputs).astype(np.float64)
+    tol = TOLERANCE.get(cfg.np_dtype.name, 1e-6) * max(float(np.abs(base).max()), 1.0)
+    # 1. padded keys: their memory rows must not matter
+    moved = [a.copy() if isinstance(a, np.ndarray) else a for a in inputs]
+    moved[m][mask] += (3 * rng.standard_normal(moved[m][mask].shape)).astype(moved[m].dtype)
+    change = float(np.abs(subject.forward(module, *moved).astype(np.float64) - base).max())
+    if change > tol:
+        b, j = (int(i) for i in padded[0])
+        # the opposite polarity: then the unpadded keys would be the ignored ones
+        flipped = [a.copy() if isinstance(a, np.ndarray) else a for a in inputs]
+        flipped[m][~mask] += 3
+        inverted = float(np.abs(subject.forward(module, *flipped).astype(np.float64) - base).max()) <= tol
+        raise CheckFailure(
+            f"{kind.name}: changing the memory at padded key positions (e.g. sample {b}, key {j}) changed the "
+            f"output by {change:.3g} (tolerance {tol:.1g}): padded keys must get exactly zero attention weight; "
+            + ("the mask looks inverted: True means padded (ignored), False a real token" if inverted else _HOW),
+            {"max_change": change, "tolerance": tol, "padded_keys": len(padded)})
+    weights = getattr(module, "attn_weights", None)
+    note = ""
+    if isinstance(weights, np.ndarray) and weights.ndim == 4 and weights.shape[-1] == mask.shape[-1] \
+            and weights.shape[0] == mask.shape[0]:
+        at_padded = np.abs(weights.astype(np.float64)[np.broadcast_to(mask[:, None, None, :], weights.shape)])
+        if at_padded.size and at_padded.max() > 0:
+            raise CheckFailure(f"{kind.name}: attn_weights at padded keys reach {at_padded.max():.3g}, not 0: "
+                               + _HOW, {"max_padded_weight": float(at_padded.max())})
+        note = "; attn_weights are 0 at every padded key"
+    # 2. no gradient into padded positions
+    subject.forward(module, *inputs)
+    grads = dict(zip([s.name for s in kind.grad_inputs()],
+                     subject.backward(module, rng.standard_normal(base.shape).astype(cfg.np_dtype))))
+    dmemory = grads["memory"]
+    leak = float(np.abs(dmemory[mask]).max()) if mask.any() else 0.0
+    if leak > 0:
+        b, j = (int(i) for i in np.argwhere(mask & (np.abs(dmemory) > 0).any(-1))[0])
+        raise CheckFailure(f"{kind.name}: dmemory is {leak:.3g} at padded positions (e.g. sample {b}, key {j}); no "
+                           "gradient may flow into padding: with the weights exactly 0 there, the softmax backward "
+                           "A * (dA - sum(dA * A)) and A^T @ dctx give exactly 0", {"max_padded_grad": leak})
+    # 3. a sample padded entirely
+    full = list(inputs)
+    full[k] = mask.copy()
+    full[k][0] = True
+    out = subject._call("forward", module.forward, *full)
+    _finite(kind, out, "forward's output")
+    got = subject._call("backward", module.backward, np.ones_like(out))
+    for name, g in zip([s.name for s in kind.grad_inputs()], got if isinstance(got, (tuple, list)) else (got,)):
+        _finite(kind, g, f"d{name}")
+    return Outcome(f"{len(padded)} padded keys: changing them changes nothing, dmemory is 0 there{note}; a sample "
+                   "padded entirely gives finite outputs and gradients", {"padded_keys": len(padded)})
+
+
+def _finite(kind, value, what):
+    if not isinstance(value, np.ndarray):
+        raise CheckFailure(f"{kind.name}: with sample 0 padded entirely, {what} is {describe(value)}")
+    bad = ~np.isfinite(value)
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise CheckFailure(
+            f"{kind.name}: with every key of sample 0 padded, {what} is {value[index]} at {index} "
+            f"({int(bad.sum())} non-finite values): a row whose scores are all -inf gives exp(-inf - (-inf)) = NaN. "
+            "Such a row has nothing to attend to: give it zero weights (divide by the row sum only where it is "
+            "> 0, and subtract a finite max), or mask with -1e9 instead of -inf (uniform weights)",
+            {"non_finite": int(bad.sum())})

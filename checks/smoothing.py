@@ -1,0 +1,91 @@
+"""`smoothing`: a label-smoothed cross-entropy against gradlab's reference at
+several epsilons: epsilon = 0 must be exactly cross_entropy, and epsilon = 0.1,
+0.3 the smoothed target y = (1 - epsilon) * one_hot + epsilon / V, averaged
+over the positions. A loss that differs is compared with the usual slips (a sum
+instead of the mean, as in article 000's label_smoothing_loss; epsilon / (V - 1)
+off the target; epsilon ignored) and the one that matches is named."""
+import numpy as np
+
+from gradlab.contract.errors import CheckFailure
+from gradlab.contract.kinds import SMOOTHING
+from gradlab.contract.records import table
+from gradlab.contract.suite import Outcome, check
+from gradlab.execution.loader import reference as reference_impl
+from gradlab.execution.subject import loss_inputs, validate_loss
+
+EPSILONS = (0.0, 0.1, 0.3)
+TOLERANCE = {"float64": 1e-9, "float32": 5e-5}     # relative to the loss / the gradient's largest entry
+
+
+def _smoothed(logits, targets, eps, off_target=None, mean=True):
+    """(loss, grad) of smoothed cross-entropy; off_target: the mass each other class gets (default eps / V)."""
+    V = logits.shape[-1]
+    z = logits.reshape(-1, V).astype(np.float64)
+    t = targets.reshape(-1)
+    N = len(t)
+    z = z - z.max(-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    y = np.full_like(logp, eps / V if off_target is None else off_target)
+    y[np.arange(N), t] = 1 - eps + (eps / V if off_target is None else 0.0)
+    div = N if mean else 1
+    return -(y * logp).sum() / div, ((np.exp(logp) - y) / div).reshape(logits.shape)
+
+
+def _variants(logits, targets, eps):
+    V, N = logits.shape[-1], targets.size
+    return [
+        ("the loss is summed over the positions, not averaged (article 000's label_smoothing_loss returns "
+         f"np.sum): divide the loss and grad_logits by the number of positions ({N})",
+         _smoothed(logits, targets, eps, mean=False)),
+        ("the other classes get epsilon / (V - 1) and the target 1 - epsilon; the contract (and PyTorch) give "
+         "every class epsilon / V, so the target gets 1 - epsilon + epsilon / V",
+         _smoothed(logits, targets, eps, off_target=eps / (V - 1) if V > 1 else 0.0)),
+        ("epsilon is ignored: this is plain cross-entropy; mix the one-hot target with the uniform "
+         "distribution, y = (1 - epsilon) * one_hot + epsilon / V", _smoothed(logits, targets, 0.0)),
+        ("the uniform part is missing: y = (1 - epsilon) * one_hot; add epsilon / V to every class",
+         _smoothed(logits, targets, eps, off_target=0.0)),
+    ]
+
+
+def _close(got, want, tol):
+    return float(np.abs(np.asarray(got, np.float64) - want).max()) <= tol * max(float(np.abs(want).max()), 1e-12)
+
+
+@check("smoothing", needs={SMOOTHING}, order=25,
+       summary="label smoothing: epsilon = 0 is cross_entropy; the smoothed loss is averaged; names sum vs mean")
+def smoothing(subject, rng):
+    kind, cfg = subject.kind, subject.cfg
+    logits, targets = loss_inputs(subject, rng)
+    cross_entropy = reference_impl().get("cross_entropy").target
+    rows = []
+    for eps in EPSILONS:
+        what = f"{kind.name}(logits, targets, epsilon={eps})"
+        loss, grad = validate_loss(subject, subject.call(logits.copy(), targets.copy(), eps, what=what), what, logits)
+        tol = max(TOLERANCE.get(cfg.np_dtype.name, 5e-5), TOLERANCE.get(grad.dtype.name, 5e-5))
+        # epsilon = 0 is judged against gradlab's cross_entropy itself
+        want_loss, want_grad = cross_entropy(logits.astype(np.float64), targets) if eps == 0.0 else \
+            _smoothed(logits, targets, eps)
+        ok_loss, ok_grad = _close(loss, want_loss, tol), _close(grad, want_grad, tol)
+        rows.append({"epsilon": eps, "loss": loss, "reference": want_loss, "grad_logits ok": ok_grad,
+                     "ok": ok_loss and ok_grad})
+        if ok_loss and ok_grad:
+            continue
+        view = table(f"{kind.name}: loss per epsilon", rows)
+        named = [hint for hint, (vl, vg) in _variants(logits, targets, eps)
+                 if _close(loss, vl, max(tol, 1e-7)) and (ok_grad or _close(grad, vg, max(tol, 1e-7)))]
+        named = named or [hint for hint, (vl, vg) in _variants(logits, targets, eps) if _close(loss, vl, max(tol, 1e-7))]
+        if not ok_loss:
+            head = f"{what}: loss {loss:.8g}, reference {want_loss:.8g}"
+            if eps == 0.0:
+                head += " (with epsilon = 0 it must equal cross_entropy)"
+        else:
+            k = int(np.argmax(np.abs(grad.astype(np.float64) - want_grad)))
+            index = tuple(int(i) for i in np.unravel_index(k, grad.shape))
+            head = (f"{what}: the loss is right but grad_logits differs at (batch, time, class) {index}: "
+                    f"{float(grad.flat[k]):.6g}, reference {float(want_grad.flat[k]):.6g} (it is "
+                    "(softmax - y) / N)")
+        raise CheckFailure(f"{kind.name}: {head}" + (f"; likely cause: {named[0]}" if named else ""),
+                           {"epsilon": eps, "loss": loss, "reference": want_loss}, {"views": [view]})
+    return Outcome(f"epsilon = {', '.join(str(e) for e in EPSILONS)}: loss and grad_logits match the reference "
+                   "(epsilon = 0 equals cross_entropy)", {"epsilons": len(EPSILONS)},
+                   {"views": [table(f"{kind.name}: loss per epsilon", rows)]})

@@ -1,0 +1,78 @@
+"""Calling conventions of article 000's function and scheduler kinds (CONTRACT §3).
+Every call goes through harness.guarded and every value is validated before a
+check looks at it, as in subject.py."""
+import inspect
+
+import numpy as np
+
+from gradlab.contract.errors import StudentError
+from gradlab.execution.harness import as_float_array, describe, guarded
+
+
+def call_table(subject, max_len, d_model):
+    """sinusoidal(max_len, d_model) -> a float table (max_len, d_model)."""
+    what = f"{subject.kind.name}({max_len}, {d_model})"
+    return as_float_array(subject.call(max_len, d_model, what=what), what, (max_len, d_model))
+
+
+def call_init(subject, shape, scheme, rng):
+    """init(shape, scheme, rng) -> a float array of `shape`."""
+    what = f"{subject.kind.name}({shape}, {scheme!r}, rng)"
+    return as_float_array(subject.call(shape, scheme, rng, what=what), what, tuple(shape))
+
+
+def call_chunked(subject, Q, K, V, chunk_size, causal=None):
+    """chunked_attention(Q, K, V, chunk_size[, causal]) -> a float array shaped like Q (V's last axis)."""
+    args = (Q.copy(), K.copy(), V.copy(), chunk_size) + (() if causal is None else (causal,))
+    what = f"{subject.kind.name}(Q, K, V, chunk_size={chunk_size}" + ("" if causal is None else f", causal={causal}") + ")"
+    return as_float_array(subject.call(*args, what=what), what, Q.shape[:-1] + V.shape[-1:])
+
+
+def accepts(fn, n_args):
+    """False only when fn certainly cannot take n_args positional arguments."""
+    try:
+        inspect.signature(fn).bind(*range(n_args))
+    except TypeError:
+        return False
+    except ValueError:
+        pass
+    return True
+
+
+class Scheduler:
+    """A stateful scheduler as checks see it: next() advances one step and returns that step's lr.
+    The object is called (article 000's __call__), or its step() is; a step() that returns None is
+    read through get_last_lr()[0], get_lr() or a `lr` attribute."""
+
+    def __init__(self, subject, obj):
+        self.subject, self.obj, self.steps = subject, obj, 0
+        self.advance = obj if callable(obj) else obj.step
+        self.how = "scheduler()" if callable(obj) else "scheduler.step()"
+
+    def next(self):
+        self.steps += 1
+        what = f"{self.how} (call {self.steps})"
+        got = guarded(what, self.advance, files=self.subject.files)
+        if got is None:
+            got = self._read(what)
+        try:
+            value = float(np.asarray(got).reshape(()))
+        except (TypeError, ValueError):
+            raise StudentError(f"{what} returned {describe(got)}; it must return the learning rate, one number") \
+                from None
+        if not np.isfinite(value):
+            raise StudentError(f"{what} returned {value}")
+        return value
+
+    def _read(self, what):
+        obj = self.obj
+        for name in ("get_last_lr", "get_lr"):
+            method = getattr(obj, name, None)
+            if callable(method):
+                got = guarded(f"{name}()", method, files=self.subject.files)
+                return got[0] if isinstance(got, (list, tuple)) and got else got
+        for name in ("lr", "learning_rate", "rate"):
+            if isinstance(getattr(obj, name, None), (int, float, np.floating)):
+                return getattr(obj, name)
+        raise StudentError(f"{what} returned None and the scheduler has no get_last_lr(), get_lr() or lr "
+                           "attribute; return the learning rate from the call")
