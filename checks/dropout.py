@@ -54,6 +54,8 @@ def _identity(kind, s, rng, training, label):
                 f"not {float(want.flat[k]):.6g}" + (
                     "; dropout only drops (and scales) while training: return x unchanged when training is False "
                     "(inverted dropout needs no rescaling at evaluation)" if not training else
+                    "; every entry was dropped at p = 0: p is used as the probability of keeping an entry; it is "
+                    "the probability of dropping one" if what == "forward" and not got.any() else
                     "; with p = 0 nothing is dropped and 1/(1-p) = 1"), {"case": label})
 
 
@@ -108,7 +110,7 @@ def _training(kind, s, p, rng, rows):
                            "forward?)", {"p": p})
 
 
-@check("dropout", needs={STOCHASTIC}, order=20,
+@check("dropout", needs={STOCHASTIC}, order=8,
        summary="training=False and p=0 are the identity; inverted scaling 1/(1-p); backward reuses the mask; "
                "the expectation is preserved (scipy.stats, false-alarm rate 0.04% per run)")
 def dropout(subject, rng):

@@ -34,14 +34,14 @@ from gradlab.diagnosis import backward_variants
 from gradlab.diagnosis import causes as diagnosis
 from gradlab.contract.errors import CannotJudge, CheckFailure, StudentError
 from gradlab.contract.numbers import distinct
-from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, TOKEN_IDS
+from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, SMOOTHING, TOKEN_IDS
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.numerics.engine import EPS, Engine, Tensor, eps_of, random_direction
 from gradlab.numerics.repeatable import require_repeatable
 from gradlab.numerics.tolerance import (IDIOM_WALK, NOISE_CANNOT_JUDGE, TWIN_MATCH, division_idiom,
                                         idiom_allowance, idiom_row_bound, kept_attention)
 from gradlab.contract.records import heatmap, table
-from gradlab.execution.subject import (IGNORE_INDEX, Subject, call_cross_entropy, copies, loss_inputs,
+from gradlab.execution.subject import (IGNORE_INDEX, LOG_GUARD, Subject, call_cross_entropy, copies, loss_inputs,
                                       loss_options, randomize_params, takes_ignore_index, with_ignored)
 from gradlab.contract.suite import Outcome, check
 
@@ -313,7 +313,10 @@ class LossSetup:
         tensors = [Tensor("logits", arr, grad.astype(np.float64))]
         # grad was computed from `logits`: a float32 computation stays float32-accurate even when a
         # division by an int64 count promotes the returned array to float64
-        problem = Problem(tensors, f, f_abs, eps_num, _eps(logits, grad), numerics, context, label)
+        eps_an = _eps(logits, grad)
+        if s.kind.has(SMOOTHING):
+            eps_an = max(eps_an, LOG_GUARD / 100)   # see subject.LOG_GUARD: np.log(p + 1e-10) is no bug
+        problem = Problem(tensors, f, f_abs, eps_num, eps_an, numerics, context, label)
         problem.idiom, problem.strict, row_bound = _loss_idiom(logits, targets, ignore, tensors[0].analytical)
         a = tensors[0].analytical
         problem.element_idiom = lambda i: (np.abs(a).reshape(-1, a.shape[-1]) * row_bound[:, None]).reshape(a.shape)

@@ -12,15 +12,16 @@ import math
 
 import numpy as np
 
+from gradlab.diagnosis.article_variants import VARIANTS as ARTICLE_VARIANTS
 from gradlab.diagnosis.causes import factor_pattern, position_pattern
 from gradlab.diagnosis.matcher import name_cause
 from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.contract.numbers import distinct
-from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILITIES, TOKEN_IDS
+from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILITIES, SMOOTHING, TOKEN_IDS
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.contract.records import heatmap, table
 from gradlab.execution.harness import as_float_array
-from gradlab.execution.subject import (IGNORE_INDEX, accepts_keyword, call_cross_entropy, call_softmax, copies,
+from gradlab.execution.subject import (IGNORE_INDEX, LOG_GUARD, accepts_keyword, call_cross_entropy, call_softmax, copies,
                                       loss_inputs, loss_options, takes_ignore_index, with_ignored)
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.weights import load_reference, named_params, random_reference
@@ -67,8 +68,7 @@ def _module(subject, rng):
     require_repeatable("forward", out, subject.forward(module, *copies(inputs)), "its output against the reference")
     tol = _tolerance(cfg, out)
     got = out.astype(np.float64)
-    want = ref.forward(*[a.astype(np.float64) if spec.role == "float" else a
-                         for spec, a in zip(kind.input_specs(), subject.complete(inputs))])
+    want = ref.forward(*_in_float64(kind, subject.complete(inputs)))
     rows = [_row("output", got, want, tol)]
     attn_note = ""
     if kind.has(ATTN_WEIGHTS):
@@ -89,13 +89,18 @@ def _module(subject, rng):
                        f"weights copied {how}", metrics, details)
     r = rows[0]
     where = _where(r["worst"], ["batch", "time", "vocab" if kind.name == "lm" else "dim"])
-    hint = _explain(kind, cfg, ref, x, got, want, r["allowed"])
+    hint = _explain(kind, cfg, ref, x if len(inputs) == 1 else _in_float64(kind, subject.complete(inputs)),
+                    got, want, r["allowed"])
     tg, tr = distinct(r["got"], r["reference"])
     raise CheckFailure(
         f"{kind.name}: forward output differs from gradlab's reference with the same weights: worst at {where}: "
         f"got {tg}, reference {tr} (|diff| {r['abs_error']:.2e}, allowed {r['allowed']:.1e}: {tol.describe()} "
         f"of the output scale {r['scale']:.3g}){attn_note}" + (f"; {hint}" if hint else ""),
         metrics, details)
+
+
+def _in_float64(kind, inputs):
+    return tuple(a.astype(np.float64) if spec.role == "float" else a for spec, a in zip(kind.input_specs(), inputs))
 
 
 def _row(name, got, want, tol, allow=0.0):
@@ -132,7 +137,7 @@ def _heatmap(got, want, row):
 
 def _explain(kind, cfg, ref, x, got, want, atol):
     """The likely cause in words, or "" when no known pattern fits. atol: what the comparison allows."""
-    inp = x if kind.has(TOKEN_IDS) else x.astype(np.float64)
+    inp = x if kind.has(TOKEN_IDS) or isinstance(x, tuple) else x.astype(np.float64)   # a tuple: all inputs
     hint = _best_variant(got, [(h, (lambda v: lambda: v(ref, inp, cfg))(v)) for h, v in VARIANTS.get(kind.name, ())],
                          atol, float(np.abs(got - want).max()))
     if hint:
@@ -255,6 +260,7 @@ _SPLIT_HINT = ("your heads are split with a plain reshape (B, T, D) -> (B, H, T,
                "reshape to (B, T, H, d_k) and then transpose to (B, H, T, d_k)")
 
 VARIANTS = {
+    **ARTICLE_VARIANTS,     # encoder and decoder layers: variant(ref, inputs, cfg), forward's whole input tuple
     "attention": [
         ("your output matches attention without the 1/sqrt(d_k) scale on the scores: multiply q @ k^T by "
          "1/sqrt(d_k)", _attn(scale="none")),
@@ -464,6 +470,9 @@ def _loss(subject, rng):
     for ignore, tg, loss, grad in runs:
         want_loss, want_grad = ref_fn(logits.astype(np.float64), tg, *loss_options(kind, ignore))
         loss_allow, grad_allow = _idiom_allowance(logits, tg, ignore, want_grad)
+        if kind.has(SMOOTHING):     # an eps inside the log touches every class here: see subject.LOG_GUARD
+            loss_allow = loss_allow + LOG_GUARD * abs(float(want_loss))
+            grad_allow = grad_allow + LOG_GUARD * float(np.abs(want_grad).max())
         suffix = "" if ignore is None else f" with ignore_index={ignore}"
         for name, got, want, allow in ((f"loss{suffix}", np.float64(loss), np.float64(want_loss), loss_allow),
                                        (f"grad_logits{suffix}", grad.astype(np.float64), want_grad, grad_allow)):

@@ -1,0 +1,108 @@
+"""Known-buggy forwards of the encoder and decoder layers (article 000), for the
+`reference` check: (hint, fn(ref, inputs, cfg) -> output), where ref is gradlab's
+reference module holding the student's weights (already run forward once) and
+inputs forward's arguments (a tuple; x itself for a one-input kind). Each is the reference's computation with one slip."""
+import math
+
+import numpy as np
+
+
+def softmax(s):
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _layernorm(x, gamma, beta, eps):
+    mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    return gamma * (x - mu) / np.sqrt(var + eps) + beta
+
+
+def masked_softmax(scores, blocked):
+    """softmax with blocked entries at exactly 0 and all-blocked rows at 0 (the reference's choice)."""
+    scores = np.where(blocked, -np.inf, scores)
+    top = scores.max(axis=-1, keepdims=True)
+    e = np.exp(scores - np.where(np.isfinite(top), top, 0))
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total > 0, total, 1)
+
+
+def _relu(h):
+    return np.maximum(h, 0)
+
+
+def _gelu(h):
+    return 0.5 * h * (1 + np.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h ** 3)))
+
+
+def _encoder(norm="post", causal=False, act=_relu, heads_axis=False):
+    def run(ref, inputs, cfg):
+        x = inputs[0] if isinstance(inputs, tuple) else inputs     # one-input kinds get x itself
+        p, H = ref.params, ref.H
+        B, T, D = x.shape
+
+        def attn(a):
+            if heads_axis:   # article 000 §5: reshape(-1, H, d_k) then a matmul over the heads axis
+                q, k, v = (np.reshape(a @ p[n], (B * T, H, D // H)) for n in ("W_Q", "W_K", "W_V"))
+                w = softmax(q @ k.transpose(0, 2, 1) / math.sqrt(D // H))       # (B*T, H, H)
+                return (w @ v).reshape(B, T, D) @ p["W_O"]
+            q, k, v = (ref._split(a @ p[n]) for n in ("W_Q", "W_K", "W_V"))
+            s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1])
+            if causal:
+                s = np.where(np.tril(np.ones((T, T), bool)), s, -np.inf)
+            return ref._merge(softmax(s) @ v) @ p["W_O"]
+
+        def ffn(a):
+            return act(a @ p["W1"] + p["b1"]) @ p["W2"] + p["b2"]
+
+        def ln(a, i):
+            return _layernorm(a, p["gamma" + i], p["beta" + i], ref.eps)
+
+        if norm == "pre":
+            h = x + attn(ln(x, "1"))
+            return h + ffn(ln(h, "2"))
+        h = ln(x + attn(x), "1")
+        return ln(h + ffn(h), "2")
+    return run
+
+
+def _decoder(cross_causal=False, norm="post"):
+    def run(ref, inputs, cfg):
+        x, memory, pad = inputs
+        c = ref.cross_attn
+        if norm == "pre":
+            h1 = x + ref.self_attn.forward(ref.ln1.forward(x))
+            h2 = h1 + c.forward(ref.ln2.forward(h1), memory, pad)
+            return h2 + ref.ffn.forward(ref.ln3.forward(h2))
+        h1 = ref.ln1.forward(x + ref.self_attn.forward(x))
+        q = c._split(h1 @ c.params["q_weight"] + c.params["q_bias"])
+        k, v = (c._split(a) for a in np.split(memory @ c.params["kv_weight"] + c.params["kv_bias"], 2, axis=-1))
+        s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1])
+        T, S = s.shape[-2:]
+        blocked = np.asarray(pad, bool)[:, None, None, :]
+        if cross_causal:
+            blocked = blocked | np.triu(np.ones((T, S), bool), k=1)
+        cross = c._merge(masked_softmax(s, blocked) @ v) @ c.params["out_weight"] + c.params["out_bias"]
+        h2 = ref.ln2.forward(h1 + cross)
+        return ref.ln3.forward(h2 + ref.ffn.forward(h2))
+    return run
+
+
+VARIANTS = {
+    "encoder_layer": [
+        ("your output matches attention over the heads axis instead of the positions: article 000's layer reshapes "
+         "Q to (T, n_heads, d_k) and multiplies Q @ K.transpose(0, 2, 1), which mixes heads, not time steps; "
+         "split heads as (B, T, H, d_k).transpose(0, 2, 1, 3) so the scores are (B, H, T, T)",
+         _encoder(heads_axis=True)),
+        ("your output matches a causal mask in the encoder: an encoder layer sees the whole sentence, no mask",
+         _encoder(causal=True)),
+        ("your output matches a Pre-LN layer (x + attn(LN(x))); this kind is Post-LN: LN(x + attn(x)), then "
+         "LN(h + ffn(h))", _encoder(norm="pre")),
+        ("your output matches a GELU FFN; the encoder layer's FFN uses ReLU (article 000)", _encoder(act=_gelu)),
+    ],
+    "decoder_layer": [
+        ("your output matches a causal mask in the cross-attention: the decoder may see all of the encoder's "
+         "memory; only its self-attention over x is causal", _decoder(cross_causal=True)),
+        ("your output matches a Pre-LN decoder layer; this kind is Post-LN: LN(x + sublayer(x)) after each of "
+         "self-attention, cross-attention and the FFN", _decoder(norm="pre")),
+    ],
+}

@@ -1,0 +1,144 @@
+"""Article 000's kinds (sinusoidal, init, warmup, label_smoothing, chunked_attention,
+dropout, encoder_layer, cross_attention, decoder_layer): student-style files in
+tests/zoo/art_*.py. Correct ones pass every check in float64 and float32; each broken
+one has one slip, and its first failing check must name it."""
+import numpy as np
+import pytest
+
+import gradlab
+from gradlab.contract.kinds import KINDS
+
+# file, kind, first failing check (None: must pass), words its message must contain
+TABLE = [
+    ("art_sinusoidal_ok_article_odd.py", "sinusoidal", None, []),
+    ("art_sinusoidal_ok_loops.py", "sinusoidal", None, []),
+    ("art_sinusoidal_article.py", "sinusoidal", "table", ["odd d_model=13", "np.cos(angle[:, :d_model // 2])"]),
+    ("art_sinusoidal_halves.py", "sinusoidal", "table", ["concatenated halves", "interleaved"]),
+    ("art_sinusoidal_exponent.py", "sinusoidal", "table", ["exponent doubles 2i", "10000 ** (4i/d_model)"]),
+    ("art_sinusoidal_swapped.py", "sinusoidal", "table", ["swapped"]),
+    ("art_sinusoidal_per_column.py", "sinusoidal", "table", ["own frequency", "(2i+1)/d_model"]),
+    ("art_init_ok.py", "init", None, []),
+    ("art_init_ok_global.py", "init", None, []),
+    ("art_init_fans_swapped.py", "init", "init_stats", ["he_uniform", "fan_in and fan_out are swapped"]),
+    ("art_init_bound_as_std.py", "init", "init_stats", ["xavier_uniform", "bound a is the standard deviation"]),
+    ("art_init_normal_for_uniform.py", "init", "init_stats", ["not uniform", "Kolmogorov-Smirnov"]),
+    ("art_init_not_centred.py", "init", "init_stats", ["mean", "centred on 0"]),
+    ("art_warmup_ok_article.py", "warmup", None, []),
+    ("art_warmup_ok_step.py", "warmup", None, []),
+    ("art_warmup_ok_step.py", "schedule", None, []),
+    ("art_warmup_class_counter.py", "warmup", "trajectory", ["shared between instances", "class attribute"]),
+    ("art_warmup_starts_at_one.py", "warmup", "trajectory", ["step 1", "step + 1"]),
+    ("art_label_smoothing_ok_article.py", "label_smoothing", None, []),
+    ("art_label_smoothing_sum.py", "label_smoothing", "smoothing", ["epsilon = 0", "summed over the positions"]),
+    ("art_label_smoothing_v_minus_1.py", "label_smoothing", "smoothing", ["epsilon / (V - 1)"]),
+    ("art_label_smoothing_no_uniform.py", "label_smoothing", "smoothing", ["uniform part is missing"]),
+    ("art_chunked_ok_article.py", "chunked_attention", None, []),
+    ("art_chunked_ok_causal.py", "chunked_attention", None, []),
+    ("art_chunked_local_mask.py", "chunked_attention", "chunking", ["causal=True", "global positions"]),
+    ("art_chunked_drops_tail.py", "chunked_attention", "chunking", ["last, shorter chunk", "range(0, T, chunk_size)"]),
+    ("art_chunked_full_scores.py", "chunked_attention", "memory", ["grows like T**", "(T, T)"]),
+    ("art_dropout_ok.py", "dropout", None, []),
+    ("art_dropout_always_on.py", "dropout", "dropout", ["training=False", "identity"]),
+    ("art_dropout_no_scale.py", "dropout", "dropout", ["not scaled", "1/(1-p)"]),
+    ("art_dropout_keep_prob.py", "dropout", "dropout", ["probability of keeping"]),
+    ("art_dropout_new_mask.py", "dropout", "dropout", ["backward draws a new mask"]),
+    ("art_encoder_ok.py", "encoder_layer", None, []),
+    ("art_encoder_causal.py", "encoder_layer", "reference", ["causal mask in the encoder"]),
+    ("art_encoder_preln.py", "encoder_layer", "reference", ["Pre-LN", "Post-LN"]),
+    ("art_cross_ok.py", "cross_attention", None, []),
+    ("art_cross_no_dmemory.py", "cross_attention", "smoke", ["tuple (dx, dmemory)"]),
+    ("art_cross_dmemory_no_v.py", "cross_attention", "gradient", ["input gradient 'memory'", "dmemory"]),
+    ("art_cross_mask_ignored.py", "cross_attention", "key_padding", ["padded key positions", "zero attention weight"]),
+    ("art_cross_mask_inverted.py", "cross_attention", "key_padding", ["looks inverted", "True means padded"]),
+    ("art_cross_neginf_nan.py", "cross_attention", "key_padding", ["every key of sample 0 padded", "nan"]),
+    ("art_decoder_ok.py", "decoder_layer", None, []),
+    ("art_decoder_self_not_causal.py", "decoder_layer", "causality", ["position 0 sees the future"]),
+    ("art_decoder_cross_causal.py", "decoder_layer", "reference", ["causal mask in the cross-attention"]),
+]
+
+
+def _id(row):
+    return f"{row[0][4:-3]}-{row[1]}"
+
+
+@pytest.mark.parametrize("name, kind, first, words", TABLE, ids=[_id(r) for r in TABLE])
+def test_outcome_and_message(zoo, run, name, kind, first, words):
+    result = run(kind, zoo(name))
+    bad = [c for c in result.checks if c.status in ("fail", "error")]
+    if first is None:
+        assert result.passed, [(c.name, c.message) for c in bad]
+        return
+    assert not result.passed and bad, f"{name}: a broken module passed every check"
+    assert bad[0].name == first, (bad[0].name, bad[0].message)
+    for w in words:
+        assert w in bad[0].message, (w, bad[0].message)
+
+
+CORRECT = [(row[0], row[1]) for row in TABLE if row[2] is None]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name, kind", CORRECT, ids=[_id(r) for r in TABLE if r[2] is None])
+def test_correct_files_pass_other_seeds(zoo, name, kind, dtype):
+    for seed in (1, 2, 3):
+        result = gradlab.check(kind, impl=zoo(name), seed=seed, dtype=dtype)
+        assert result.passed, (seed, [(c.name, c.message) for c in result.checks if c.status != "pass"])
+
+
+NEW_KINDS = ["sinusoidal", "init", "warmup", "label_smoothing", "chunked_attention", "dropout", "encoder_layer",
+             "cross_attention", "decoder_layer"]
+
+
+@pytest.mark.parametrize("kind", NEW_KINDS)
+def test_references_pass_20_seeds_in_both_dtypes(kind):
+    """The statistical checks (init_stats, dropout) reject at 1e-4 per test: 20 seeds x 2 dtypes
+    would see a false alarm with probability below 20 * 2 * 12e-4 ~ 5%, at fixed seeds never."""
+    for seed in range(20):
+        for dtype in ("float64", "float32"):
+            result = gradlab.check(kind, impl=None, seed=seed, dtype=dtype)
+            assert result.passed, (seed, dtype, [(c.name, c.message) for c in result.checks if c.status != "pass"])
+
+
+def test_article_encoder_layer_registers_and_its_head_axis_bug_is_named(zoo, run):
+    """Article 000's TransformerEncoderLayer (forward only) registers through a thin wrapper: the
+    checks that need a backward are skipped saying why; reference names its attention over heads."""
+    result = run("encoder_layer", zoo("art_encoder_article.py"))
+    assert result["smoke"].status == "pass" and "no backward()" in result["smoke"].message
+    assert result["gradient"].status == "skip" and "cannot judge" in result["gradient"].message
+    assert result["reference"].status == "fail"
+    assert "attention over the heads axis" in result["reference"].message
+    assert not result.passed
+
+
+def test_every_kind_declares_inputs_that_make_a_forward_call(run):
+    """make_inputs follows the declaration: the same shapes the contract states, in order, and one-input
+    kinds draw exactly what make_input always drew (no behaviour change)."""
+    cfg = gradlab.contract.config.Config()
+    for kind in KINDS.values():
+        specs = kind.input_specs()
+        values = kind.make_inputs(cfg, np.random.default_rng(0))
+        assert len(values) == len(specs)
+        first = kind.make_input(cfg, np.random.default_rng(0))
+        assert np.array_equal(values[0], first)
+    cross = KINDS["cross_attention"]
+    assert [s.name for s in cross.input_specs()] == ["x", "memory", "key_padding_mask"]
+    assert [s.name for s in cross.grad_inputs()] == ["x", "memory"]
+    assert [s.causal for s in KINDS["decoder_layer"].input_specs()] == [True, False, False]
+    x, memory, mask = cross.make_inputs(cfg, np.random.default_rng(0))
+    assert memory.shape[1] != x.shape[1] and mask.dtype == bool and mask[0].any() and not mask.all(axis=1).any()
+
+
+def test_label_smoothing_gradient_still_sees_a_small_error(run, tmp_path):
+    """The log-guard allowance (subject.LOG_GUARD) does not blind the gradient check: one element of
+    grad_logits off by 1e-4 of the gradient's scale is still found."""
+    f = tmp_path / "ls_one_off.py"
+    f.write_text(
+        "import gradlab\nfrom gradlab.modules.label_smoothing import label_smoothing as ref\n"
+        "@gradlab.register('label_smoothing')\n"
+        "def ls(logits, targets, epsilon=0.1):\n"
+        "    loss, grad = ref(logits, targets, epsilon)\n"
+        "    grad = grad.copy(); grad[0, 1, 2] += 1e-4 * abs(grad).max()\n"
+        "    return loss, grad\n")
+    result = run("label_smoothing", str(f), checks=["gradient"])
+    assert result["gradient"].status == "fail", result["gradient"].message
+    assert "(0, 1, 2)" in result["gradient"].message
