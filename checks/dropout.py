@@ -22,7 +22,7 @@ from gradlab.execution.subject import Subject
 
 ALPHA = 1e-4
 P_MID, P_HIGH = 0.3, 0.9
-SIZES = {"batch_size": 4, "seq_len": 64, "max_len": 64, "d_model": 64}    # 16,384 entries per call
+SIZES = {"batch_size": 4, "seq_len": 64, "max_len": 64, "d_model": 64, "num_heads": 1}   # 16,384 entries per call
 
 
 def _subject(subject, p):

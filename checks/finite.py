@@ -6,7 +6,7 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.execution.harness import describe
-from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, PROBABILITIES, TOKEN_IDS
+from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, PROBABILITIES
 from gradlab.contract.suite import Outcome, check
 
 SCALE = 1e3             # logits around 1e3; float inputs multiplied by 1e3 (attention scores then reach ~1e6)
@@ -70,7 +70,7 @@ def finite(subject, rng):
     module, slots = subject.fresh(rng)
     inputs = subject.make_inputs(rng)
     x = inputs[0]
-    if kind.has(TOKEN_IDS):
+    if not any(spec.role == "float" for spec in kind.input_specs()):
         # ids cannot be scaled: scale the embedding tables instead (the logits of an lm then reach ~1e3)
         tables = {(cfg.vocab_size, cfg.d_model), (cfg.max_len, cfg.d_model)}
         for slot in slots:

@@ -29,6 +29,7 @@ SMOOTHING = "smoothing"             # a loss with a label-smoothing epsilon
 STOCHASTIC = "stochastic"           # forward(x, training): random while training, the identity otherwise
 CHUNKED = "chunked"                 # function (Q, K, V, chunk_size, causal=False): attention by query chunks
 KEY_PADDING = "key_padding"         # takes key_padding_mask (B, S), True where the key is padding
+SEQ2SEQ = "seq2seq"                 # forward(src_ids, tgt_ids) -> logits: learns a copy task (the copy_task check)
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ class KindSpec:
 
     def output_shape(self, cfg):
         B, T, D = cfg.batch_size, cfg.seq_len, cfg.d_model
-        return {"linear": (B, T, linear_d_out(cfg)), "lm": (B, T, cfg.vocab_size),
+        return {"linear": (B, T, linear_d_out(cfg)), "lm": (B, T, cfg.vocab_size), "seq2seq": (B, T, cfg.vocab_size),
                 "softmax": (B, T, cfg.vocab_size), "cross_entropy": (), "label_smoothing": ()}.get(self.name, (B, T, D))
 
     @property
@@ -239,6 +240,16 @@ def _decoder_layer_shapes(cfg):
     return shapes
 
 
+def _seq2seq_shapes(cfg):
+    V, D = cfg.vocab_size, cfg.d_model
+    shapes = {"src_embedding": (V, D), "tgt_embedding": (V, D), "out_weight": (D, V), "out_bias": (V,)}
+    for i in range(cfg.n_layers):
+        shapes.update({f"encoder.{i}.{k}": v for k, v in _encoder_layer_shapes(cfg).items()})
+    for i in range(cfg.n_layers):
+        shapes.update({f"decoder.{i}.{k}": v for k, v in _decoder_layer_shapes(cfg).items()})
+    return shapes
+
+
 _PARAM_SHAPES = {
     "linear": lambda c: {"weight": (c.d_model, linear_d_out(c)), "bias": (linear_d_out(c),)},
     "layernorm": lambda c: {"gamma": (c.d_model,), "beta": (c.d_model,)},
@@ -252,6 +263,7 @@ _PARAM_SHAPES = {
     "encoder_layer": _encoder_layer_shapes,
     "cross_attention": _cross_attention_shapes,
     "decoder_layer": _decoder_layer_shapes,
+    "seq2seq": _seq2seq_shapes,
 }
 
 _X = Input("x", lambda c: (c.batch_size, c.seq_len, c.d_model))
@@ -306,6 +318,10 @@ KINDS = {spec.name: spec for spec in [
              _MODULE | {INPUT_GRAD, KEY_PADDING}, inputs=(_X, _MEMORY, _KEY_PADDING_MASK)),
     KindSpec("decoder_layer", "module", "Post-LN decoder layer: masked self-attn, cross-attn, relu FFN",
              _MODULE | {INPUT_GRAD, CAUSAL, KEY_PADDING}, inputs=(_X, _MEMORY, _KEY_PADDING_MASK)),
+    KindSpec("seq2seq", "module", "encoder-decoder: (src_ids, tgt_ids) -> logits; encoder, decoder stacks",
+             _MODULE | {CAUSAL, SEQ2SEQ},
+             inputs=(Input("src_ids", lambda c: (c.batch_size, src_len(c)), "ids", causal=False),
+                     Input("tgt_ids", lambda c: (c.batch_size, c.seq_len), "ids"))),
 ]}
 
 

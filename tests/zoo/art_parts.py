@@ -201,3 +201,62 @@ def load_encoder(module, ref):
     f.W1[...], f.b1[...], f.W2[...], f.b2[...] = ref["W1"], ref["b1"], ref["W2"], ref["b2"]
     module.ln1.gamma[...], module.ln1.beta[...] = ref["gamma1"], ref["beta1"]
     module.ln2.gamma[...], module.ln2.beta[...] = ref["gamma2"], ref["beta2"]
+
+
+def sinusoid(length, d):
+    pos, i = np.arange(length)[:, None], np.arange(0, d, 2)
+    pe = np.zeros((length, d))
+    pe[:, 0::2] = np.sin(pos / 10000 ** (i / d))
+    pe[:, 1::2] = np.cos(pos / 10000 ** (i / d))[:, :d // 2]
+    return pe
+
+
+class Seq2Seq:
+    """Embeddings as attribute pairs (E_src / dE_src), the parts' encoder and decoder layers."""
+
+    def __init__(self, cfg, drop_encoder_grad=False):
+        rng = np.random.default_rng(cfg.seed)
+        V, D = cfg.vocab_size, cfg.d_model
+        self.E_src, self.E_tgt = rng.standard_normal((V, D)), rng.standard_normal((V, D))
+        self.W_out, self.b_out = rng.standard_normal((D, V)) / np.sqrt(D), np.zeros(V)
+        self.dE_src, self.dE_tgt, self.dW_out, self.db_out = (np.zeros_like(a) for a in
+                                                              (self.E_src, self.E_tgt, self.W_out, self.b_out))
+        self.enc = [Encoder(cfg) for _ in range(cfg.n_layers)]
+        self.dec = [Decoder(cfg) for _ in range(cfg.n_layers)]
+        self.drop_encoder_grad = drop_encoder_grad
+
+    def forward(self, src, tgt):
+        self.src, self.tgt = src, tgt
+        m = self.E_src[src] + sinusoid(src.shape[1], self.E_src.shape[1])
+        for layer in self.enc:
+            m = layer.forward(m)
+        h = self.E_tgt[tgt] + sinusoid(tgt.shape[1], self.E_tgt.shape[1])
+        for layer in self.dec:
+            h = layer.forward(h, m)
+        self.h = h
+        return h @ self.W_out + self.b_out
+
+    def backward(self, g):
+        D, V = self.W_out.shape
+        self.dW_out, self.db_out = self.h.reshape(-1, D).T @ g.reshape(-1, V), g.reshape(-1, V).sum(0)
+        dh, dm = g @ self.W_out.T, 0
+        for layer in reversed(self.dec):
+            dh, d = layer.backward(dh)
+            dm = dm + d
+        self.dE_tgt = np.zeros_like(self.E_tgt)
+        np.add.at(self.dE_tgt, self.tgt, dh)
+        if self.drop_encoder_grad:        # the memory's gradient never reaches the encoder
+            dm = np.zeros_like(dm)
+        for layer in reversed(self.enc):
+            dm = layer.backward(dm)
+        self.dE_src = np.zeros_like(self.E_src)
+        np.add.at(self.dE_src, self.src, dm)
+
+
+def load_seq2seq(module, ref):
+    module.E_src[...], module.E_tgt[...] = ref["src_embedding"], ref["tgt_embedding"]
+    module.W_out[...], module.b_out[...] = ref["out_weight"], ref["out_bias"]
+    for i, layer in enumerate(module.enc):
+        load_encoder(layer, {k[len(f"encoder.{i}."):]: v for k, v in ref.items() if k.startswith(f"encoder.{i}.")})
+    for i, layer in enumerate(module.dec):
+        load_decoder(layer, {k[len(f"decoder.{i}."):]: v for k, v in ref.items() if k.startswith(f"decoder.{i}.")})
