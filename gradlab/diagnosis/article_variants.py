@@ -34,7 +34,12 @@ def _gelu(h):
     return 0.5 * h * (1 + np.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h ** 3)))
 
 
-def _encoder(norm="post", causal=False, act=_relu, heads_axis=False):
+def _article_layernorm(x, gamma, beta, eps):
+    """Article 000 §4.2's layer_norm: (x - mean) / (std + 1e-6), eps outside the square root."""
+    return gamma * (x - x.mean(-1, keepdims=True)) / (x.std(-1, keepdims=True) + 1e-6) + beta
+
+
+def _encoder(norm="post", causal=False, act=_relu, heads_axis=False, layernorm=None):
     def run(ref, inputs, cfg):
         x = inputs[0] if isinstance(inputs, tuple) else inputs     # one-input kinds get x itself
         p, H = ref.params, ref.H
@@ -55,7 +60,7 @@ def _encoder(norm="post", causal=False, act=_relu, heads_axis=False):
             return act(a @ p["W1"] + p["b1"]) @ p["W2"] + p["b2"]
 
         def ln(a, i):
-            return _layernorm(a, p["gamma" + i], p["beta" + i], ref.eps)
+            return (layernorm or _layernorm)(a, p["gamma" + i], p["beta" + i], ref.eps)
 
         if norm == "pre":
             h = x + attn(ln(x, "1"))
@@ -87,12 +92,15 @@ def _decoder(cross_causal=False, norm="post"):
     return run
 
 
+_HEADS_AXIS = ("your output matches attention over the heads axis instead of the positions: article 000's layer "
+               "reshapes Q to (T, n_heads, d_k) and multiplies Q @ K.transpose(0, 2, 1), which mixes heads, not time "
+               "steps; split heads as (B, T, H, d_k).transpose(0, 2, 1, 3) so the scores are (B, H, T, T)")
+
 VARIANTS = {
     "encoder_layer": [
-        ("your output matches attention over the heads axis instead of the positions: article 000's layer reshapes "
-         "Q to (T, n_heads, d_k) and multiplies Q @ K.transpose(0, 2, 1), which mixes heads, not time steps; "
-         "split heads as (B, T, H, d_k).transpose(0, 2, 1, 3) so the scores are (B, H, T, T)",
-         _encoder(heads_axis=True)),
+        (_HEADS_AXIS, _encoder(heads_axis=True)),
+        (_HEADS_AXIS + " (and its layer_norm divides by std + 1e-6: eps belongs inside the square root, "
+         "sqrt(var + eps))", _encoder(heads_axis=True, layernorm=_article_layernorm)),
         ("your output matches a causal mask in the encoder: an encoder layer sees the whole sentence, no mask",
          _encoder(causal=True)),
         ("your output matches a Pre-LN layer (x + attn(LN(x))); this kind is Post-LN: LN(x + attn(x)), then "
