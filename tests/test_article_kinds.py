@@ -172,3 +172,22 @@ def test_references_pass_at_generated_sizes(kind):
         result = gradlab.check(kind, seed=seed, dtype=dtype, **cfg)
         assert result.passed, [f"{c.name}: {c.message}" for c in result.checks if not c.ok]
     run()
+
+
+def test_statistical_tests_agree_with_scipy_stats():
+    """gradlab.numerics.stats (scipy.special, cheap to import) gives scipy.stats' p-values."""
+    from scipy import stats as sst
+    from scipy.special import ndtr
+    from gradlab.numerics import stats
+    rng = np.random.default_rng(0)
+    for z in (0.0, 1.3, -2.7, 4.5):
+        assert stats.normal_two_sided(z) == pytest.approx(2 * sst.norm.sf(abs(z)), rel=1e-12)
+    for k, n, p in ((11400, 16384, 0.7), (1700, 16384, 0.1), (5, 20, 0.3)):
+        assert stats.binomial_two_sided(k, n, p) == pytest.approx(sst.binomtest(k, n, p).pvalue, rel=0.05, abs=1e-12)
+    for x, cdf, name, args in ((rng.uniform(-2, 2, 16384), lambda v: np.clip((v + 2) / 4, 0, 1), "uniform", (-2, 4)),
+                               (rng.normal(0, 3, 16384), lambda v: ndtr(v / 3), "norm", (0, 3)),
+                               (rng.normal(0, 3.2, 16384), lambda v: ndtr(v / 3), "norm", (0, 3))):
+        d, p_value = stats.ks_test(x, cdf)
+        want = sst.kstest(x, name, args=args)
+        assert d == pytest.approx(want.statistic, rel=1e-9)
+        assert p_value == pytest.approx(want.pvalue, rel=0.05, abs=1e-12)
