@@ -88,7 +88,7 @@ def input_mutation(subject, rng):
     n = watch.verify("forward(x)" if len(inputs) == 1 else
                      f"forward({', '.join(s.name for s in kind.input_specs())})", _FORWARD_HINT)
     if subject.no_backward:
-        return Outcome(f"forward leaves the caller's {n} array unchanged ({subject.no_backward}: "
+        return Outcome(f"forward leaves the caller's {n} array{'s' if n != 1 else ''} unchanged ({subject.no_backward}: "
                        "backward not checked)", {"arrays": n})
     g = watch.keep("grad_out (backward's input)", rng.standard_normal(kind.output_shape(cfg)).astype(cfg.np_dtype))
     subject.backward(module, g)

@@ -66,12 +66,16 @@ def key_padding(subject, rng):
             raise CheckFailure(f"{kind.name}: attn_weights at padded keys reach {at_padded.max():.3g}, not 0: "
                                + _HOW, {"max_padded_weight": float(at_padded.max())})
         note = "; attn_weights are 0 at every padded key"
-    # 2. no gradient into padded positions
-    subject.forward(module, *inputs)
-    grads = dict(zip([s.name for s in kind.grad_inputs()],
-                     subject.backward(module, rng.standard_normal(base.shape).astype(cfg.np_dtype))))
-    dmemory = grads["memory"]
-    leak = float(np.abs(dmemory[mask]).max()) if mask.any() else 0.0
+    # 2. no gradient into padded positions (a forward-only module: its forward half is still judged)
+    leak = 0.0
+    if subject.no_backward:
+        note += f"; {subject.no_backward}, so no gradient checked"
+    else:
+        subject.forward(module, *inputs)
+        grads = dict(zip([s.name for s in kind.grad_inputs()],
+                         subject.backward(module, rng.standard_normal(base.shape).astype(cfg.np_dtype))))
+        dmemory = grads["memory"]
+        leak = float(np.abs(dmemory[mask]).max()) if mask.any() else 0.0
     if leak > 0:
         b, j = (int(i) for i in np.argwhere(mask & (np.abs(dmemory) > 0).any(-1))[0])
         raise CheckFailure(f"{kind.name}: dmemory is {leak:.3g} at padded positions (e.g. sample {b}, key {j}); no "
@@ -87,8 +91,10 @@ def key_padding(subject, rng):
         got = subject._call("backward", module.backward, np.ones_like(out))
         for name, g in zip([s.name for s in kind.grad_inputs()], got if isinstance(got, (tuple, list)) else (got,)):
             _finite(kind, g, f"d{name}")
-    return Outcome(f"{len(padded)} padded keys: changing them changes nothing, dmemory is 0 there{note}; a sample "
-                   "padded entirely gives finite outputs and gradients", {"padded_keys": len(padded)})
+    gradients = "" if subject.no_backward else ", dmemory is 0 there"
+    return Outcome(f"{len(padded)} padded keys: changing them changes nothing{gradients}{note}; a sample padded "
+                   f"entirely gives finite outputs{'' if subject.no_backward else ' and gradients'}",
+                   {"padded_keys": len(padded)})
 
 
 def _finite(kind, value, what):

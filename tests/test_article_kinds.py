@@ -191,3 +191,12 @@ def test_statistical_tests_agree_with_scipy_stats():
         want = sst.kstest(x, name, args=args)
         assert d == pytest.approx(want.statistic, rel=1e-9)
         assert p_value == pytest.approx(want.pvalue, rel=0.05, abs=1e-12)
+
+
+def test_key_padding_judges_the_forward_of_a_forward_only_module(zoo, run):
+    result = run("cross_attention", zoo("art_cross_forward_only.py"))
+    assert result["key_padding"].status == "pass", result["key_padding"].message
+    assert "no gradient checked" in result["key_padding"].message
+    assert result["gradient"].status == "skip"
+    broken = run("cross_attention", zoo("art_cross_mask_ignored.py"), checks=["key_padding"])
+    assert broken["key_padding"].status == "fail"
