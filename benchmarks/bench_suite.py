@@ -32,12 +32,12 @@ def forward_backward_seconds(kind, repeats=200):
         return None
     cfg = config_for(kind, 0)
     module = reference().get(kind).target(cfg)
-    x = spec.make_input(cfg, np.random.default_rng(0))
-    out = module.forward(x)
+    inputs = spec.make_inputs(cfg, np.random.default_rng(0))     # every declared input (x, memory, ...)
+    out = module.forward(*inputs)
     g = np.ones_like(out)
     start = time.perf_counter()
     for _ in range(repeats):
-        module.forward(x)
+        module.forward(*inputs)
         module.backward(g)
     return (time.perf_counter() - start) / repeats
 
