@@ -21,8 +21,8 @@ from gradlab.contract.kinds import CHUNKED
 from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.calls import accepts, call_chunked
+from gradlab.numerics.tolerance import tolerance
 
-TOLERANCE = {"float64": 1e-9, "float32": 5e-5}   # relative to the output's largest entry
 MEMORY_T, MEMORY_CHUNK, MEMORY_HEADS, MEMORY_DK = 256, 16, 2, 16
 MAX_EXPONENT = 1.5
 
@@ -72,8 +72,7 @@ def chunking(subject, rng):
         want = full_attention(Q, K, V, causal)
         for c in sizes:
             got = call_chunked(subject, Q, K, V, c, causal if takes_causal else None).astype(np.float64)
-            tol = max(TOLERANCE.get(cfg.np_dtype.name, 5e-5), TOLERANCE.get(got.dtype.name, 5e-5)) * \
-                max(float(np.abs(want).max()), 1e-12)
+            tol = tolerance("forward", cfg.np_dtype, got).allowed(float(np.abs(want).max()))
             err = float(np.abs(got - want).max())
             rows.append({"chunk_size": c, "causal": causal, "T": T, "max_error": err, "ok": err <= tol})
             if err > tol:

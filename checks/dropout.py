@@ -19,6 +19,7 @@ from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.subject import Subject
 from gradlab.numerics.stats import binomial_two_sided, normal_two_sided
+from gradlab.numerics.tolerance import tolerance
 
 ALPHA = 1e-4
 P_MID, P_HIGH = 0.3, 0.9
@@ -38,7 +39,8 @@ def _input(s, rng):
 
 
 def _tol(dtype):
-    return 1e-12 if np.dtype(dtype) == np.float64 else 1e-6
+    """One multiplication's rounding: the "repeat" row of gradlab.numerics.tolerance."""
+    return tolerance("repeat", np.dtype(dtype)).rtol
 
 
 def _identity(kind, s, rng, training, label):

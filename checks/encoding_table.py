@@ -10,8 +10,8 @@ from gradlab.contract.kinds import POSITION_TABLE
 from gradlab.contract.records import heatmap, table
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.calls import call_table
+from gradlab.numerics.tolerance import tolerance
 
-TOLERANCE = {"float64": 1e-9, "float32": 1e-5}   # absolute: every entry is in [-1, 1]
 
 
 def _table(L, D, exponent, use_sin, pos0=0, divide=True):
@@ -87,14 +87,14 @@ def table_check(subject, rng):
                     f"columns and floor(d/2) cos columns: pe[:, 1::2] = np.cos(angle[:, :d_model // 2])",
                     {"d_model": d}) from None
             raise
-        tol = TOLERANCE.get(got.dtype.name, TOLERANCE["float32"])
         want = expected(L, d)
+        tol = tolerance("forward", got).allowed(1.0)     # every entry is in [-1, 1]
         err = np.abs(got.astype(np.float64) - want)
         worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(err)), err.shape))
         rows.append({"max_len": L, "d_model": d, "max_error": float(err.max()), "tolerance": tol,
                      "ok": bool(err.max() <= tol)})
         if err.max() > tol:
-            hint = _explain(got.astype(np.float64), L, d, max(tol, 1e-6))
+            hint = _explain(got.astype(np.float64), L, d, tol)
             pos, col = worst
             raise CheckFailure(
                 f"{subject.kind.name}: the table for max_len={L}, d_model={d} differs at position {pos}, column "

@@ -12,10 +12,9 @@ from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.execution.subject import LOG_GUARD, loss_inputs, validate_loss
+from gradlab.numerics.tolerance import tolerance
 
 EPSILONS = (0.0, 0.1, 0.3)
-TOLERANCE = {"float64": 1e-9, "float32": 5e-5}     # relative to the loss / the gradient's largest entry
-# (at least subject.LOG_GUARD: np.log(p + 1e-10), as article 000 writes it, is no bug)
 
 
 def _smoothed(logits, targets, eps, off_target=None, mean=True):
@@ -49,7 +48,9 @@ def _variants(logits, targets, eps):
 
 
 def _close(got, want, tol):
-    return float(np.abs(np.asarray(got, np.float64) - want).max()) <= tol * max(float(np.abs(want).max()), 1e-12)
+    """|got - want| within tol (a Tol) and LOG_GUARD of want's largest entry."""
+    scale = float(np.abs(want).max())
+    return float(np.abs(np.asarray(got, np.float64) - want).max()) <= tol.allowed(scale) + LOG_GUARD * scale
 
 
 @check("smoothing", needs={SMOOTHING}, order=25,
@@ -62,7 +63,8 @@ def smoothing(subject, rng):
     for eps in EPSILONS:
         what = f"{kind.name}(logits, targets, epsilon={eps})"
         loss, grad = validate_loss(subject, subject.call(logits.copy(), targets.copy(), eps, what=what), what, logits)
-        tol = max(TOLERANCE.get(cfg.np_dtype.name, 5e-5), TOLERANCE.get(grad.dtype.name, 5e-5), LOG_GUARD)
+        # the forward row of gradlab.numerics.tolerance, plus subject.LOG_GUARD (np.log(p + 1e-10) is no bug)
+        tol = tolerance("forward", cfg.np_dtype, grad)
         # epsilon = 0 is judged against gradlab's cross_entropy itself
         want_loss, want_grad = cross_entropy(logits.astype(np.float64), targets) if eps == 0.0 else \
             _smoothed(logits, targets, eps)
