@@ -200,3 +200,16 @@ def test_key_padding_judges_the_forward_of_a_forward_only_module(zoo, run):
     assert result["gradient"].status == "skip"
     broken = run("cross_attention", zoo("art_cross_mask_ignored.py"), checks=["key_padding"])
     assert broken["key_padding"].status == "fail"
+
+
+def test_the_report_shows_the_new_kinds_views(zoo, run):
+    """The HTML report renders the new checks' figures (tables, heatmaps, curves) like any other."""
+    from gradlab.frontends.report.render import render
+    results = [run("sinusoidal", zoo("art_sinusoidal_halves.py")),
+               run("cross_attention", zoo("art_cross_mask_inverted.py")),
+               run("warmup", zoo("art_warmup_starts_at_one.py")),
+               run("chunked_attention", None, checks=["memory"])]
+    html = render(results)
+    for words in ("sinusoidal", "concatenated halves", "key_padding", "looks inverted", "learning rate per step",
+                  "peak memory of one call"):
+        assert words in html, words
