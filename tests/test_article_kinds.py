@@ -166,7 +166,9 @@ def test_references_pass_at_generated_sizes(kind):
                     d_ff=draw(st.integers(1, 9)), vocab_size=draw(st.integers(2, 9)),
                     max_len=seq_len + draw(st.integers(0, 3)), n_layers=draw(st.integers(1, 2)))
 
-    @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
+    # derandomized: the statistical checks (init_stats, dropout) reject a correct module in 0.12% / 0.04% of
+    # seeds, so fresh random seeds on every run would make this test fail now and then (it did, once)
+    @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
     @given(cfg=sizes(), seed=st.integers(0, 2**31 - 1), dtype=st.sampled_from(["float64", "float32"]))
     def run(cfg, seed, dtype):
         result = gradlab.check(kind, seed=seed, dtype=dtype, **cfg)
