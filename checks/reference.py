@@ -125,14 +125,17 @@ def _where(index, axes):
 
 
 def _heatmap(got, want, row):
-    """|student - reference| over (time, last axis) for the worst sample."""
+    """|student - reference| over (time, last axis) for the worst sample, drawn
+    against the absolute tolerance the verdict used (relative tolerance x scale)."""
     diff = np.abs(np.asarray(got) - np.asarray(want))
+    tol = max(row["tolerance"] * row["scale"], 1e-300)
     if diff.ndim < 2:
-        return heatmap(f"|student - reference| for {row['output']}", [np.atleast_1d(diff).tolist()])
+        return heatmap(f"|student - reference| for {row['output']}", [np.atleast_1d(diff).tolist()],
+                       tolerance=tol)
     b = row["worst"][0] if diff.ndim == 3 else 0
     mat = diff[b] if diff.ndim == 3 else diff.reshape(diff.shape[0], -1)
     return heatmap(f"|student - reference| of {row['output']}, sample {b}", mat.tolist(),
-                   xlabel="output dim", ylabel="time")
+                   xlabel="output dim", ylabel="time", tolerance=tol)
 
 
 def _explain(kind, cfg, ref, x, got, want, atol):

@@ -63,7 +63,7 @@ def test_self_contained_and_failures_first(render):
     assert "gradlab check all --seed 7" in html and "2 of 6 checks failed" in html
     # every view type is shown: unknown types and non-view details as text, never dropped
     for words in ("a view type this report does not know", "traceback", "line 3 in backward",
-                  "transposed", "per tensor", "max_error"):
+                  "transposed", "per tensor", "largest error"):
         assert words in html
 
 
@@ -121,3 +121,78 @@ def test_cli_imports_no_report_libraries():
             "print(sorted(m for m in ('matplotlib', 'jinja2') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().endswith("[]")
+
+
+# ---- the report as a student reads it -------------------------------------------
+
+def test_metrics_have_plain_labels_and_bookkeeping_is_hidden(render):
+    record = CheckRecord("gradient", FAIL, "wrong", {"max_error": 0.2, "tolerance": 3e-10, "kink_resamples": 0,
+                                                     "resolution": 1e-7, "module_calls": 314, "step": 3e-6,
+                                                     "new_number": 4})
+    html = render([KindResult("ffn", "x.py", 0, {}, [record])])
+    metrics = html[html.index('<dl class="metrics">'):]
+    metrics = metrics[:metrics.index("</dl>")]
+    for jargon in ("kink_resamples", "resolution", "module_calls", "max_error", "314", "3.000e-06"):
+        assert jargon not in metrics, jargon
+    assert "largest error" in metrics and "tolerance" in metrics and "new number" in metrics
+
+
+def test_gradient_card_states_one_tolerance():
+    import gradlab
+    from pathlib import Path
+    broken = Path(__file__).resolve().parents[1] / "examples" / "broken_attention.py"
+    record = gradlab.check("attention", impl=str(broken), checks=["gradient"], seed=3)["gradient"]
+    assert record.status == FAIL
+    stated = re.findall(r"tolerance ([0-9.e+-]+)", record.message)
+    assert stated == [f"{record.metrics['tolerance']:.1e}"], (stated, record.metrics["tolerance"])
+    for view in record.details["views"]:
+        if view["type"] == "table" and view["title"].startswith("worst elements"):
+            assert all("tolerance" not in row for row in view["rows"])
+        if view["type"] == "heatmap":
+            assert view["tolerance"] > 0      # drawn against the tolerance: roundoff shows as equal
+
+
+def _red_pixels(png):
+    import matplotlib.image
+    rgb = matplotlib.image.imread(io.BytesIO(png))[..., :3]
+    rgb = rgb[:, :int(rgb.shape[1] * 0.8)]      # the cells, not the colour bar at the right
+    return int(np.sum((rgb[..., 0] - rgb[..., 1] > 0.25) & (rgb[..., 0] - rgb[..., 2] > 0.25)))
+
+
+def test_roundoff_is_drawn_as_equal():
+    from gradlab.frontends.report import figures
+    roundoff = np.abs(np.random.default_rng(0).standard_normal((5, 12))) * 1e-16
+    assert _red_pixels(figures.heatmap_png(heatmap("d", roundoff.tolist(), tolerance=1e-9))) == 0
+    one_wrong = roundoff.copy()
+    one_wrong[2, 3] = 1e-6                   # 1000 x the tolerance: one red cell
+    assert _red_pixels(figures.heatmap_png(heatmap("d", one_wrong.tolist(), tolerance=1e-9))) > 200
+    exact = np.zeros((5, 12))                # exact zeros: equal too, not "missing"
+    assert _red_pixels(figures.heatmap_png(heatmap("d", exact.tolist(), tolerance=1e-9))) == 0
+
+
+def test_small_tensors_get_readable_numbers_or_none():
+    from gradlab.frontends.report import figures
+    assert figures.annotates(5, 5) and figures.annotates(8, 8) and figures.annotates(1, 8)
+    assert not figures.annotates(1, 36)      # a bias of 36: the numbers would overlap
+    assert not figures.annotates(9, 9)
+
+
+def test_student_name_in_title_and_on_every_card(render):
+    html = render([failing_result(), passing_result()], student="Ada <Lovelace>")
+    assert "<title>gradlab report for Ada &lt;Lovelace&gt;</title>" in html
+    assert html.count('<span class="student">Ada &lt;Lovelace&gt;</span>') == 6
+    assert "Ada" not in render([passing_result()])
+
+
+def test_passing_figures_are_visible_when_text_is_collapsed(render):
+    html = render([passing_result()])
+    card = html[html.index('<div class="card pass">', html.index("layernorm::gradient") - 400):]
+    details_end = card.index("</details>")
+    assert "data:image/png" not in card[:details_end]          # not hidden in the collapsed text...
+    assert '<div class="figures">' in card and "data:image/png" in card[details_end:]   # ...but beside it
+
+
+def test_failing_banner_says_what_and_where(render):
+    html = render([failing_result()])
+    banner = html[html.index('id="verdict"'):html.index("</ul>")]
+    assert "attention::gradient" in banner and "qkv_weight" in banner and "attention::causality" in banner

@@ -14,10 +14,21 @@ def table(title, rows):
     return {"type": "table", "title": title, "rows": rows}
 
 
-def heatmap(title, matrix, xlabel="", ylabel="", mask_upper=False):
-    """matrix: 2-D list of numbers (e.g. |analytical - numerical|, attention weights)."""
-    return {"type": "heatmap", "title": title, "data": matrix, "xlabel": xlabel, "ylabel": ylabel,
+def heatmap(title, matrix, xlabel="", ylabel="", mask_upper=False, tolerance=None, xticklabels=None,
+            yticklabels=None):
+    """matrix: 2-D list of numbers (e.g. |analytical - numerical|, attention weights).
+    tolerance: the matrix holds differences; the report draws |difference| / tolerance
+    and paints every cell within the tolerance as equal (rounding is not an error).
+    xticklabels / yticklabels: one label per column / row (e.g. the tokens of an attention map)."""
+    view = {"type": "heatmap", "title": title, "data": matrix, "xlabel": xlabel, "ylabel": ylabel,
             "mask_upper": mask_upper}
+    if tolerance is not None:
+        view["tolerance"] = float(tolerance)
+    if xticklabels is not None:
+        view["xticklabels"] = [str(t) for t in xticklabels]
+    if yticklabels is not None:
+        view["yticklabels"] = [str(t) for t in yticklabels]
+    return view
 
 
 def curve(title, series, xlabel="step", ylabel=""):

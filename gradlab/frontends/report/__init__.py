@@ -14,10 +14,11 @@ from gradlab.frontends.report.render import render
 __all__ = ["write_report", "render"]
 
 
-def write_report(results, path, *, replay=None, title=None):
+def write_report(results, path, *, replay=None, title=None, student=None):
     """Render `results` (KindResult, RunResult, their dicts, or a list) to `path`,
-    creating its folder. Returns the path written."""
-    html = render(results, replay=replay, title=title)
+    creating its folder. `student`: a name shown in the title and on every card.
+    Returns the path written."""
+    html = render(results, replay=replay, title=title, student=student)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:

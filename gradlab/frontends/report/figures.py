@@ -16,7 +16,9 @@ DPI = 100
 # None drops them, so the bytes do not depend on the installed version.
 PNG_METADATA = {"Software": None}
 MASKED = "#d0d0d0"       # the colour of masked (future) cells
-ANNOTATE_MAX_CELLS = 64  # print values in the cells of matrices up to 8 x 8
+WITHIN = "#e6f4ea"       # |difference| within the tolerance: drawn as equal (pale green)
+ANNOTATE_MAX_CELLS = 64  # print values in the cells of matrices up to 8 x 8...
+ANNOTATE_MIN_CELL = 0.4  # ...whose cells are at least this wide (inches), so the numbers never overlap
 
 
 def data_uri(png):
@@ -67,31 +69,79 @@ def heatmap_png(view):
     mask = np.zeros(m.shape, bool)
     if view.get("mask_upper"):
         mask = np.triu(np.ones(m.shape, bool), k=1)
+    tolerance = view.get("tolerance")
+    raw = m
+    if tolerance:
+        # exact zeros too are "under" the log scale (drawn as equal), never masked as missing
+        m = np.maximum(np.abs(m) / float(tolerance), 1e-6)
     shown = np.ma.masked_array(m, mask | np.isnan(m))
-    norm, log = _norm(np.where(mask, np.nan, m))
+    if tolerance:
+        norm, log = _tolerance_norm(np.where(mask, np.nan, m)), False
+        cmap = _cmap("Reds").with_extremes(under=WITHIN)
+    else:
+        norm, log = _norm(np.where(mask, np.nan, m))
+        cmap = _cmap("viridis")
     if log:
         shown = np.ma.masked_array(np.maximum(m, norm.vmin), shown.mask)
 
-    cell = 0.42 if max(rows, cols) <= 16 else max(0.05, 7.0 / max(rows, cols))
-    width = min(9.0, max(3.6, cols * cell + 1.8))
-    height = min(7.0, max(2.4, rows * cell + 1.2))
+    width, height = _size(rows, cols)
     fig = Figure(figsize=(width, height), dpi=DPI)
     ax = fig.add_subplot()
-    cmap = _cmap("viridis")
     image = ax.imshow(shown, cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
-    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, extend="min" if tolerance else "neither")
+    notes = []
+    if tolerance:
+        bar.set_label("|difference| / tolerance", fontsize=8)
+        notes.append("pale green: within the tolerance (equal)")
     if view.get("mask_upper"):
-        ax.set_title("grey: masked future positions (j > i)", fontsize=8, color="#555555")
+        notes.append("grey: masked future positions (j > i)")
+    if notes:
+        ax.set_title("; ".join(notes), fontsize=8, color="#555555")
     ax.set_xlabel(view.get("xlabel", ""))
     ax.set_ylabel(view.get("ylabel", ""))
     _integer_ticks(ax, rows, cols)
-    if rows * cols <= ANNOTATE_MAX_CELLS:
+    _tick_labels(ax, view.get("xticklabels"), view.get("yticklabels"))
+    if annotates(rows, cols, width):
         for (i, j), value in np.ndenumerate(m):
-            if not mask[i, j] and np.isfinite(value):
-                colour = "white" if norm(value) < 0.5 else "black"
-                ax.text(j, i, _short(value), ha="center", va="center", fontsize=7, color=colour)
+            if mask[i, j] or not np.isfinite(value) or (tolerance and value <= 1):
+                continue     # within the tolerance: equal, no number to read
+            colour = "white" if (norm(value) > 0.6 if tolerance else norm(value) < 0.5) else "black"
+            ax.text(j, i, _short(raw[i, j]), ha="center", va="center", fontsize=7, color=colour)
     fig.tight_layout()
     return _png(fig)
+
+
+def annotates(rows, cols, width=None):
+    """Whether a rows x cols heatmap prints its values: few cells, each wide enough
+    for a number (the axes span about width - 1.8 inches), so numbers never overlap."""
+    if width is None:
+        width = _size(rows, cols)[0]
+    return rows * cols <= ANNOTATE_MAX_CELLS and (width - 1.8) / cols >= ANNOTATE_MIN_CELL
+
+
+def _size(rows, cols):
+    cell = 0.42 if max(rows, cols) <= 16 else max(0.05, 7.0 / max(rows, cols))
+    width = min(9.0, max(3.6, cols * cell + 1.8))
+    height = min(7.0, max(2.4 if rows > 2 else 1.9, rows * cell + 1.2))
+    return width, height
+
+
+def _tolerance_norm(ratios):
+    """|difference| / tolerance: below 1 is 'under' (drawn as equal), then a log
+    scale up to the largest ratio (at least 10, so a single value still has a scale)."""
+    finite = ratios[np.isfinite(ratios)]
+    top = max(10.0, float(finite.max()) if finite.size else 10.0)
+    return LogNorm(vmin=1.0, vmax=top, clip=False)
+
+
+def _tick_labels(ax, xticklabels, yticklabels):
+    """Tokens on the axes of an attention map: one label per cell, when given."""
+    if xticklabels:
+        ax.set_xticks(range(len(xticklabels)))
+        ax.set_xticklabels([str(t) for t in xticklabels], fontsize=8, rotation=90 if len(xticklabels) > 12 else 0)
+    if yticklabels:
+        ax.set_yticks(range(len(yticklabels)))
+        ax.set_yticklabels([str(t) for t in yticklabels], fontsize=8)
 
 
 def curve_png(view):

@@ -14,6 +14,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from gradlab.contract.records import ERROR, FAIL, PASS, SKIP, CheckRecord, KindResult
 from gradlab.frontends.report import figures
+from gradlab.frontends.report.labels import label
 
 MAX_TABLE_ROWS = 60
 STATUS_WORD = {PASS: "pass", FAIL: "fail", ERROR: "error", SKIP: "skip"}
@@ -43,9 +44,10 @@ def as_kind_results(results):
     return out
 
 
-def render(results, *, replay=None, title=None, version=None):
-    """The report page as a string."""
-    kinds = [_kind_context(i, r) for i, r in enumerate(as_kind_results(results))]
+def render(results, *, replay=None, title=None, version=None, student=None):
+    """The report page as a string. `student`: a name (for grading) shown in the
+    title and on every check's card."""
+    kinds = [_kind_context(i, r, student) for i, r in enumerate(as_kind_results(results))]
     every = [c for k in kinds for c in k["checks"]]
     counts = OrderedDict((s, sum(c["status"] == s for c in every)) for s in (FAIL, ERROR, PASS, SKIP))
     failed = [c for c in every if c["status"] in (FAIL, ERROR)]
@@ -54,7 +56,11 @@ def render(results, *, replay=None, title=None, version=None):
     if version is None:
         from gradlab import __version__ as version
     context = {
-        "title": title or f"gradlab report: {', '.join(impls) or 'no results'}",
+        "title": title or (f"gradlab report for {student}" if student else
+                           f"gradlab report: {', '.join(impls) or 'no results'}"),
+        "student": student,
+        # the implementations under the title, unless the title already names them
+        "sub": ((f"{student}: " if student else "") + ", ".join(impls)) if (student or title) else "",
         "impls": impls, "seeds": seeds, "replay": replay, "version": version,
         "kinds": kinds, "failed": failed, "counts": counts, "total": len(every),
         "passed": not failed, "multi_impl": len(impls) > 1,
@@ -62,19 +68,23 @@ def render(results, *, replay=None, title=None, version=None):
     return environment().get_template("report.html.j2").render(**context)
 
 
-def _kind_context(index, result):
+def _kind_context(index, result, student=None):
     anchor = f"k{index}-{_slug(result.kind)}"
     checks = []
     for record in result.checks:
         if isinstance(record, dict):
             record = CheckRecord.from_dict(record)
+        views = _views(record.details or {})
         checks.append({
             "name": record.name, "status": record.status, "message": record.message,
-            "kind": result.kind, "impl": result.impl,
+            "kind": result.kind, "impl": result.impl, "student": student,
             "anchor": f"{anchor}-{_slug(record.name)}",
-            "key": _key_number(record.metrics),
-            "metrics": [(k, _fmt(v)) for k, v in (record.metrics or {}).items()],
-            "views": _views(record.details or {}),
+            "key": _key_number(record.name, record.metrics),
+            "metrics": _metrics(record.name, record.metrics),
+            "views": views,
+            # figures stay visible when a passing check's text is collapsed
+            "figures": [v for v in views if v["type"] == "image"],
+            "texts": [v for v in views if v["type"] != "image"],
             "seconds": record.seconds,
         })
     statuses = {c["status"] for c in checks}
@@ -84,12 +94,23 @@ def _kind_context(index, result):
             "counts": {s: sum(c["status"] == s for c in checks) for s in (PASS, FAIL, ERROR, SKIP)}}
 
 
-def _key_number(metrics):
-    """The number shown beside a check in the summary: the first numeric metric
-    (checks list their key number first)."""
+def _metrics(check, metrics):
+    """(plain label, formatted value) of each metric a reader needs; bookkeeping hidden."""
+    out = []
     for key, value in (metrics or {}).items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return f"{key} {_fmt(value)}"
+        words = label(check, key)
+        if words is not None:
+            out.append((words, _fmt(value)))
+    return out
+
+
+def _key_number(check, metrics):
+    """The number shown beside a check in the summary: the first shown numeric
+    metric (checks list their key number first), under its plain label."""
+    for key, value in (metrics or {}).items():
+        words = label(check, key)
+        if words is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return f"{words} {_fmt(value)}"
     return ""
 
 

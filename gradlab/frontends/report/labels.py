@@ -1,0 +1,79 @@
+"""Plain words for the numbers checks record (`CheckRecord.metrics`).
+
+The JSON keeps every key as the check wrote it; the report shows a metric
+under its label here, hides the ones marked None (gradlab's own bookkeeping:
+how many calls, which finite-difference step, how often a kink made it draw a
+new input), and shows a key this table does not know with its underscores as
+spaces, so a new check's numbers still appear.
+"""
+
+LABELS = {
+    # gradient, reference, trajectory, repeated_ids
+    "max_error": "largest error",
+    "tolerance": "tolerance",
+    "worst_tensor": "wrong tensor",
+    "wrong_tensors": "all wrong tensors",
+    "worst_index": "worst element",
+    "analytical": "your gradient there",
+    "numerical": "finite differences there",
+    "numerics": "compared against",
+    "tensors": "tensors checked",
+    "weights": "weights copied",
+    "parameter": "parameter",
+    "property": "property broken",
+    "tensor": "tensor",
+    # structure checks
+    "parameters": "parameters found",
+    "rows": "rows checked",
+    "mismatches": "wrong shapes",
+    "arrays": "arrays watched",
+    "compared": "tensors compared",
+    "leaking_pairs": "leaking pairs",
+    "future_pairs": "future pairs tested",
+    "max_leak": "largest leak",
+    "max_sum_error": "largest row-sum error",
+    "max_future_weight": "largest weight on the future",
+    "repeated_ids": "repeated ids",
+    "rows_checked": "rows checked",
+    "failed_properties": "failed properties",
+    # training
+    "steps": "steps",
+    "final_loss": "your final loss",
+    "lowest_loss": "your lowest loss",
+    "reference_final_loss": "reference final loss",
+    "limit": "bar (loss to reach)",
+    "limit_step": "bar set by the reference at step",
+    "reference_drop": "reference loss drop",
+    "accuracy": "your accuracy",
+    "reference_accuracy": "reference accuracy",
+    "call": "call",
+    "total_norm": "total norm",
+    "max_norm": "max_norm",
+    "step": "step",
+    # float16 and mixed precision
+    "dtype": "dtype",
+    "overflow": "overflow",
+    "underflow": "underflow",
+    "loss_scale": "loss scale",
+    "skipped_steps": "skipped steps",
+}
+
+# Internal bookkeeping: in the JSON, not on the card.
+HIDDEN = {"kink_resamples", "resolution", "module_calls", "replay_seed", "backward_calls", "calls",
+          "unconfirmed_joint_ratio"}
+# per check, keys whose meaning differs from the shared label
+BY_CHECK = {
+    "gradient": {"step": None, "max_error": "largest error (of the gradient's size)"},
+    "reference": {"max_error": "largest difference (of the output's scale)"},
+    "trajectory": {"step": "first wrong step"},
+}
+
+
+def label(check, key):
+    """The words shown for metric `key` of `check`, or None when it is hidden."""
+    specific = BY_CHECK.get(check, {})
+    if key in specific:
+        return specific[key]
+    if key in HIDDEN:
+        return None
+    return LABELS.get(key, key.replace("_", " "))
