@@ -121,3 +121,41 @@ def test_failing_and_passing_reports_in_chromium(chromium, tmp_path):
             # passing checks' figures are drawn, not collapsed: attention weights, causality, reference, ...
             drawn = [b for b in seen["images"] if b["height"] > 100]
             assert len(drawn) >= 4 and len(drawn) == len(seen["images"]), seen["images"]
+
+
+NOTEBOOK_PROBE = """<script>
+window.addEventListener("load", function () {
+  var frame = document.querySelector("iframe.gradlab-report"), doc = frame.contentDocument, top = frame.getBoundingClientRect().top;
+  var frameHeight = frame.getBoundingClientRect().height;
+  var img = doc.querySelector("#failures img"), r = img ? img.getBoundingClientRect() : null;
+  var out = {frame_top: top, frame_height: frameHeight, image_top: r ? r.top : null, image_height: r ? r.height : 0,
+             text: doc.body.innerText.slice(0, 3000)};
+  var pre = document.createElement("pre"); pre.id = "layout-probe"; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def test_notebook_output_shows_the_failing_figure(chromium, tmp_path):
+    """A result's _repr_html_ inside a page shaped like a notebook's output area: the
+    failing check's figure is drawn inside the cell's output, not below a fold."""
+    import gradlab
+    student = EXAMPLES / "broken_attention.py"
+    fragment = gradlab.check("attention", impl=str(student), checks=["gradient"], seed=2)._repr_html_()
+    cell = ("<!DOCTYPE html><html><body><pre>In [3]: gradlab.check('attention', impl='broken_attention.py')"
+            f"</pre><div class='output'>{fragment}</div>{NOTEBOOK_PROBE}</body></html>")
+    page = tmp_path / "notebook.html"
+    page.write_text(cell, encoding="utf-8")
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    png = ARTEFACTS / "notebook.png"
+    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={SCREEN[0]},{SCREEN[1]}"]
+    subprocess.run(flags + [f"--screenshot={png}", page.as_uri()], capture_output=True, timeout=120)
+    print(f"screenshot of the notebook output: {png}")
+    dom = subprocess.run(flags + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    import html
+    start = dom.index('<pre id="layout-probe">') + len('<pre id="layout-probe">')
+    seen = json.loads(html.unescape(dom[start:dom.index("</pre>", start)]))
+    assert "out_weight" in seen["text"] and "checks failed" in seen["text"]
+    # the figure starts inside the visible part of the output frame
+    assert seen["image_height"] > 100 and seen["image_top"] < seen["frame_height"] - 100, seen

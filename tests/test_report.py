@@ -196,3 +196,31 @@ def test_failing_banner_says_what_and_where(render):
     html = render([failing_result()])
     banner = html[html.index('id="verdict"'):html.index("</ul>")]
     assert "attention::gradient" in banner and "qkv_weight" in banner and "attention::causality" in banner
+
+
+# ---- in a notebook ---------------------------------------------------------------------
+
+def _srcdoc(fragment):
+    import html as html_lib
+    m = re.search(r'<iframe class="gradlab-report" srcdoc="([^"]*)"', fragment)
+    assert m, fragment[:300]
+    return html_lib.unescape(m.group(1))
+
+
+def test_a_result_shows_as_the_report_in_a_notebook():
+    import gradlab
+    from pathlib import Path
+    broken = Path(__file__).resolve().parents[1] / "examples" / "broken_attention.py"
+    failing = gradlab.check("attention", impl=str(broken), checks=["gradient"], seed=1)
+    fragment = failing._repr_html_()
+    assert fragment.startswith("<iframe") and "<script" not in fragment
+    page = _srcdoc(fragment)
+    # the failing check's card is open, with its figure, under the verdict
+    assert 'id="failures"' in page and "out_weight" in page and "1 of 2 checks failed" in page
+    card = page[page.index('id="failures"'):page.index('id="summary"')]
+    assert "data:image/png;base64," in card
+    assert "height: 760px" in fragment
+    passing = gradlab.check("layernorm", checks=["gradient"], seed=1)
+    assert "All 2 checks passed" in _srcdoc(passing._repr_html_())
+    run = gradlab.check("all", checks=["smoke"], seed=1)        # RunResult too
+    assert "checks passed" in _srcdoc(run._repr_html_())

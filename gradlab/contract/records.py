@@ -96,6 +96,11 @@ class KindResult:
         return cls(d["kind"], d["impl"], d["seed"], d.get("config", {}),
                    [CheckRecord.from_dict(c) for c in d["checks"]])
 
+    def _repr_html_(self):
+        """Shown inline by Jupyter: the HTML report of this result (gradlab.frontends.report.notebook)."""
+        from gradlab.frontends.report.notebook import repr_html
+        return repr_html(self)
+
 
 @dataclass
 class RunResult:
@@ -112,3 +117,8 @@ class RunResult:
 
     def to_dict(self):
         return {"results": [r.to_dict() for r in self.results], "passed": self.passed}
+
+    def _repr_html_(self):
+        """Shown inline by Jupyter: the HTML report of this result (gradlab.frontends.report.notebook)."""
+        from gradlab.frontends.report.notebook import repr_html
+        return repr_html(self)
