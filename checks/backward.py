@@ -13,7 +13,8 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure
 from gradlab.contract.kinds import DIFFERENTIABLE
-from gradlab.numerics.tolerance import BACKWARD_LINEAR_ULPS as LINEAR_ULPS, BACKWARD_REPEAT_ULPS as REPEAT_ULPS, eps_of
+from gradlab.numerics.tolerance import BACKWARD_LINEAR_MAX as LINEAR_MAX, BACKWARD_LINEAR_ULPS as LINEAR_ULPS
+from gradlab.numerics.tolerance import BACKWARD_REPEAT_ULPS as REPEAT_ULPS, eps_of
 from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
 
@@ -33,14 +34,14 @@ def _run(subject, module, slots, g):
     return result
 
 
-def _worst(got, want, tol_ulps, eps, floor):
+def _worst(got, want, tol_ulps, eps, floor, cap=None):
     """(index, got, want, max |difference|, allowed) where got and want differ most, if beyond the allowance.
     The allowance is relative to the larger of this tensor's entries and `floor`, the largest gradient
     entry of the whole module: rounding comes from the module's intermediates, so a gradient that is
     exactly 0 in theory (the key bias: softmax ignores a shift) is noise on the module's scale, not its own."""
     diff = np.abs(got - want)
     scale = max(float(np.max(np.abs(got), initial=0.0)), float(np.max(np.abs(want), initial=0.0)), floor)
-    allowed = tol_ulps * eps * scale
+    allowed = tol_ulps * eps * scale if cap is None else min(tol_ulps * eps, cap) * scale
     if diff.size == 0 or float(diff.max()) <= allowed:
         return None
     k = int(np.argmax(diff))
@@ -89,7 +90,7 @@ def backward(subject, rng):
                 f"({int(np.count_nonzero(z))} of {z.size} entries nonzero). With a zero upstream gradient every "
                 f"gradient must be exactly 0; {cause}")))
         expected = A * first[name] + B * other[name]
-        found = _worst(mixed[name], expected, LINEAR_ULPS, eps, floor)
+        found = _worst(mixed[name], expected, LINEAR_ULPS, eps, floor, cap=LINEAR_MAX)
         if not (row["repeatable"] and row["zero"]):
             row["linear"] = None      # not judged: a backward that is not repeatable cannot be linear either
         elif found:

@@ -1,7 +1,17 @@
 """`finite`: large-magnitude but valid inputs give finite outputs and
 gradients. exp overflows above ~709 in float64 (~88 in float32), so a softmax
 without the max subtraction, or a log of a probability that underflowed to 0,
-turns logits around 1e3 into inf and NaN; a correct implementation does not."""
+turns logits around 1e3 into inf and NaN; a correct implementation does not.
+
+In float16 (largest number 65504, exp overflows above 11.09, squares of values
+below 2.4e-4 underflow to 0) a module also gets small inputs (x * 1e-3): a
+LayerNorm whose backward raises the variance to a power ((var + eps) ** -1.5
+is 2.7e7 for var = 1e-6) overflows there, the reference's 1/sqrt(var + eps)
+form does not. The failure names the overflow or underflow, and the NumPy
+operation that reported it when NumPy's warnings reach gradlab."""
+import re
+import warnings
+
 import numpy as np
 
 from gradlab.contract.errors import CheckFailure, StudentError
@@ -11,6 +21,16 @@ from gradlab.contract.suite import Outcome, check
 
 SCALE = 1e3             # logits around 1e3; float inputs multiplied by 1e3 (attention scores then reach ~1e6)
 EMBEDDING_SCALE = 30.0  # token kinds: the (V, D) and (max_len, D) tables are scaled instead
+# float16's largest number is 65504 and exp overflows above 11.09: inputs x 16 make attention scores reach
+# ~100s (a softmax without the max shift gives inf) while a correct module's values stay far below 65504
+SCALE_FLOAT16 = 16.0
+SMALL_FLOAT16 = 1e-3    # float16 only: small inputs, whose variance (1e-6) is below float16's smallest normal
+_FLOAT16_LARGE_HINT = ("float16 overflows above 65504 and exp above 11.09: subtract the row maximum before exp, "
+                       "and keep intermediate values (sums of squares, powers) below 65504")
+_FLOAT16_SMALL_HINT = ("underflow in float16: squares of values below 2.4e-4 are 0 and a variance of 1e-6 is below "
+                       "float16's smallest normal number (6.1e-05), so a power of it overflows ((var + eps) ** -1.5 is "
+                       "2.7e7 > 65504) or a division by it blows up; use inv_std = 1 / sqrt(var + eps) and the xhat "
+                       "form of the backward, or compute the statistics in float32")
 
 _SOFTMAX_HINT = ("subtract the row maximum before exp (exp(x - x.max(axis, keepdims=True))): it changes nothing "
                  "mathematically and keeps exp from overflowing")
@@ -70,31 +90,71 @@ def finite(subject, rng):
     module, slots = subject.fresh(rng)
     inputs = subject.make_inputs(rng)
     x = inputs[0]
+    float16 = cfg.np_dtype == np.float16
     if not any(spec.role == "float" for spec in kind.input_specs()):
         # ids cannot be scaled: scale the embedding tables instead (the logits of an lm then reach ~1e3)
         tables = {(cfg.vocab_size, cfg.d_model), (cfg.max_len, cfg.d_model)}
         for slot in slots:
             if slot.value.shape in tables:
                 slot.value *= EMBEDDING_SCALE
-        setting = f"the embedding tables scaled by {EMBEDDING_SCALE:g}"
+        settings = [(inputs, f"the embedding tables scaled by {EMBEDDING_SCALE:g}", _FLOAT16_LARGE_HINT)]
     else:
         # every float input scaled (x, and the encoder memory of a cross-attention)
-        inputs = tuple(a * np.asarray(SCALE, dtype=a.dtype) if spec.role == "float" else a
-                       for spec, a in zip(kind.input_specs(), inputs))
         floats = [s.name for s in kind.input_specs() if s.role == "float"]
-        setting = f"the input x scaled by {SCALE:g}" if floats == ["x"] else \
-            f"the inputs ({', '.join(floats)}) scaled by {SCALE:g}"
+        scales = ([(SCALE_FLOAT16, " in float16 (largest number 65504; exp overflows above 11.09)",
+                    _FLOAT16_LARGE_HINT),
+                   (SMALL_FLOAT16, " in float16 (a variance of ~1e-6, below float16's smallest normal 6.1e-05)",
+                    _FLOAT16_SMALL_HINT)] if float16 else [(SCALE, "", None)])
+        settings = []
+        for scale, note, float16_hint in scales:
+            scaled = tuple(a * np.asarray(scale, dtype=a.dtype) if spec.role == "float" else a
+                           for spec, a in zip(kind.input_specs(), inputs))
+            setting = (f"the input x scaled by {scale:g}" if floats == ["x"] else
+                       f"the inputs ({', '.join(floats)}) scaled by {scale:g}") + note
+            settings.append((scaled, setting, float16_hint))
     hint = ("in the attention's softmax, " + _SOFTMAX_HINT + "; the scores grow with the square of the input"
             if kind.has(ATTN_WEIGHTS) else
             "look for exp, a power or a division that overflows for large values (an unstable softmax inside, "
             "exp-based tanh/GELU, a variance computed without eps)")
+    for scaled, setting, float16_hint in settings:
+        checked = _probe(subject, kind, cfg, module, scaled, rng, setting, float16_hint if float16 else hint)
+    what = " and ".join(s for _, s, _ in settings)
+    if subject.no_backward:
+        return Outcome(f"output finite with {what} ({subject.no_backward}: gradients not checked)", {"tensors": 1})
+    return Outcome(f"output and {checked - 1} gradients finite with {what}", {"tensors": checked})
+
+
+def _probe(subject, kind, cfg, module, inputs, rng, setting, hint):
+    """Forward and backward at `inputs`; raises CheckFailure at the first non-finite tensor.
+    NumPy's overflow/underflow warnings seen meanwhile name the operation."""
+    with warnings.catch_warnings(record=True) as seen, np.errstate(over="warn", under="warn", invalid="warn",
+                                                                    divide="warn"):
+        warnings.simplefilter("always")
+        return _forward_backward(subject, kind, cfg, module, inputs, rng, setting, hint, seen)
+
+
+def _reported(seen):
+    """NumPy's own words for what went wrong, e.g. 'overflow encountered in power' (overflow and invalid first)."""
+    words = []
+    for w in seen:
+        m = re.search(r"(overflow|underflow|invalid value|divide by zero) encountered in \w+", str(w.message))
+        if m and m.group(0) not in words:
+            words.append(m.group(0))
+    words.sort(key=lambda w: w.startswith("underflow"))
+    return ("; NumPy reported: " + ", ".join(words[:3])) if words else ""
+
+
+def _forward_backward(subject, kind, cfg, module, inputs, rng, setting, hint, seen):
+    """The number of tensors found finite (output and gradients)."""
+    def fail(what, found):
+        _fail(kind, what, found, setting, hint + _reported(seen))
+
     out = subject._call("forward", module.forward, *subject.complete(inputs))
     found = _nonfinite(out, "forward's output", kind.output_shape(cfg))
     if found:
-        _fail(kind, "forward's output", found, setting, hint)
+        fail("forward's output", found)
     if subject.no_backward:
-        return Outcome(f"output finite with {setting} ({subject.no_backward}: gradients not checked)",
-                       {"tensors": 1})
+        return 1
     g = rng.standard_normal(kind.output_shape(cfg)).astype(cfg.np_dtype)
     dx = subject._call("backward", module.backward, g)
     checked = 1
@@ -110,7 +170,7 @@ def finite(subject, rng):
         what = "backward's dL/dx" if len(wanted) == 1 else f"backward's d{spec.name}"
         found = _nonfinite(d, what, spec.shape(cfg))
         if found:
-            _fail(kind, what, found, setting, hint)
+            fail(what, found)
         checked += 1
     for slot in subject.slots(module):
         grad = subject._call(f"reading the gradient of {slot.name!r}", slot.grad)
@@ -118,6 +178,6 @@ def finite(subject, rng):
             raise StudentError(f"backward left no gradient for parameter {slot.name!r}")
         found = _nonfinite(grad, f"the gradient of {slot.name!r}", slot.value.shape)
         if found:
-            _fail(kind, f"the gradient of {slot.name!r}", found, setting, hint)
+            fail(f"the gradient of {slot.name!r}", found)
         checked += 1
-    return Outcome(f"output and {checked - 1} gradients finite with {setting}", {"tensors": checked})
+    return checked

@@ -141,7 +141,7 @@ FIELDS = {
                  low=0, high=2**32 - 1),
 }
 SIZES = ("batch_size", "seq_len", "d_model", "num_heads", "d_ff", "vocab_size", "max_len", "n_layers")
-DTYPES = ("float32", "float64")
+DTYPES = ("float16", "float32", "float64")   # float16: module kinds, gradients against a float64 copy (README)
 
 
 def field_fix(name, rule=None):
@@ -160,14 +160,13 @@ def check_dtype(value):
     try:
         dtype = np.dtype(value)
     except (TypeError, ValueError):
-        raise refuse(f"dtype={shown(value)}", "is not a NumPy dtype", "use float32 or float64") from None
+        raise refuse(f"dtype={shown(value)}", "is not a NumPy dtype", "use float16, float32 or float64") from None
     if dtype.kind != "f":
-        raise refuse(f"dtype={shown(value)}", "is not a floating type", "use float32 or float64")
-    if dtype.name == "float16":
-        raise refuse(f"dtype={shown(value)}", "is not supported: float16 keeps 3 decimal digits, too few for "
-                     "finite differences to tell a right gradient from a wrong one", "use float32 or float64")
+        raise refuse(f"dtype={shown(value)}", "is not a floating type", "use float16, float32 or float64")
+    # float16 is supported for module kinds: its gradients are compared with finite differences of a float64
+    # copy of the module, never with finite differences in float16 (README: float16 and mixed precision)
     if dtype.name not in DTYPES:
-        raise refuse(f"dtype={shown(value)}", "is not supported", "use float32 or float64")
+        raise refuse(f"dtype={shown(value)}", "is not supported", "use float16, float32 or float64")
     return dtype.name
 
 
@@ -181,8 +180,11 @@ def check_relations(cfg):
         raise refuse(f"seq_len={cfg.seq_len}", f"is larger than max_len={cfg.max_len} (the positional "
                      "table has max_len rows)", f"raise max_len too (--set max_len={cfg.seq_len})")
     tiny = np.finfo(cfg.dtype).tiny
+    if cfg.dtype == "float16":   # the default eps, 1e-5, is below float16's smallest normal but not 0 in it
+        tiny = np.finfo(cfg.dtype).smallest_subnormal
     if cfg.eps < tiny:
-        raise refuse(f"eps={shown(cfg.eps)}", f"rounds to 0 in {cfg.dtype} (its smallest normal number is "
+        what = "smallest number" if cfg.dtype == "float16" else "smallest normal number"
+        raise refuse(f"eps={shown(cfg.eps)}", f"rounds to 0 in {cfg.dtype} (its {what} is "
                      f"{tiny:.3g}), so the division it guards is no longer guarded", field_fix("eps"))
 
 

@@ -6,12 +6,13 @@ raises CheckFailure when it finds a wrong number, CheckSkipped when it cannot
 judge, and lets StudentError through when the student's code misbehaves.
 Which checks run for a kind is decided by the kind's tags, never its name.
 """
+import functools
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
 from typing import Callable
 
-from gradlab.contract.errors import UsageError
+from gradlab.contract.errors import CheckSkipped, UsageError
 
 
 @dataclass
@@ -47,9 +48,24 @@ def check(name, *, summary, needs=(), any_of=(), forms=(), order=50):
     def decorate(fn):
         if name in CHECKS:
             raise ValueError(f"check {name!r} is declared twice: {CHECKS[name].fn.__module__} and {fn.__module__}")
-        CHECKS[name] = CheckSpec(name, fn, summary, frozenset(needs), frozenset(any_of), frozenset(forms), order)
+        CHECKS[name] = CheckSpec(name, _float16_gate(fn), summary, frozenset(needs), frozenset(any_of),
+                                 frozenset(forms), order)
         return fn
     return decorate
+
+
+def _float16_gate(fn):
+    """--dtype float16 is for module kinds (README: float16): a function or optimizer
+    kind asked for in float16 is skipped with the reason, never judged by tolerances
+    made for float32."""
+    @functools.wraps(fn)
+    def run(subject, rng):
+        if subject.cfg.dtype == "float16" and subject.kind.form != "module":
+            raise CheckSkipped(f"{subject.kind.name}: --dtype float16 applies to module kinds; {subject.kind.name} is a "
+                               f"{subject.kind.form} and "
+                               "is checked in float32 or float64 (mixed precision training: the mixed_precision kind)")
+        return fn(subject, rng)
+    return run
 
 
 _loaded = False

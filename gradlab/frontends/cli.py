@@ -53,7 +53,7 @@ def build_parser():
     c.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a cfg field, e.g. --set d_model=64 (repeatable)")
     c.add_argument("--seed", type=int, help="seed for inputs and directions (default: fresh each run, printed)")
-    c.add_argument("--dtype", metavar="{float32,float64}", help="dtype the module is built with")
+    c.add_argument("--dtype", metavar="{float16,float32,float64}", help="dtype the module is built with")
     c.add_argument("--timeout", type=float, default=harness.DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"limit for one call into your code (default {harness.DEFAULT_TIMEOUT:g})")
     c.add_argument("--json", metavar="PATH", help="write the result as JSON to PATH")

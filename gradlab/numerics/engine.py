@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gradlab.numerics import tolerance as _tolerance
-from gradlab.numerics.tolerance import ANALYTICAL_ROUNDING, ELEMENT_ROUNDING, SAFETY
+from gradlab.numerics.tolerance import ANALYTICAL_ROUNDING, ELEMENT_ROUNDING, HALF_ROUNDING, SAFETY
 
 eps_of = _tolerance.eps_of
 
@@ -41,7 +41,7 @@ EPS = {"float64": float(np.finfo(np.float64).eps), "float32": float(np.finfo(np.
        "float16": float(np.finfo(np.float16).eps)}
 
 DIRECTION_FLOOR = 0.5        # |d_i| >= this: no element hides behind a near-zero component
-# SAFETY, ANALYTICAL_ROUNDING, ELEMENT_ROUNDING: gradlab.numerics.tolerance (the one table)
+# SAFETY, ANALYTICAL_ROUNDING, ELEMENT_ROUNDING, HALF_ROUNDING: gradlab.numerics.tolerance (the one table)
 STEP = {"float64": 3e-6, "float32": 3e-3}          # first directional step, by numerics dtype
 ELEMENT_STEP = {"float64": 1e-6, "float32": 3e-3}  # per-element step (relative to max(1, |value|))
 TARGET_RESOLUTION = 1e-5     # shrink the step once if one typical element's error of this size would hide
@@ -231,16 +231,27 @@ class Engine:
         the test would miss an error of TARGET_RESOLUTION in one element."""
         h = step or self.step
         magnitude, rounding, count = 0.0, 0.0, 0
+        half = self.eps_analytical >= EPS["float16"]
+        # float16: rounding is relative to the module's largest gradient entry, not the tensor's own (a key
+        # bias' gradient is 0 in theory and float16 noise of the key gradients in practice)
+        module_max = max(float(np.max(np.abs(t.analytical), initial=0.0)) for t in self.tensors) if half else 0.0
         for t, d in zip(self.tensors, dirs):
             if d is None:
                 continue
             part = float(np.sum(np.abs(t.analytical * d)))
             magnitude += part
             # each element may be off by a few eps of the tensor's largest entry (sums that cancel):
-            # those errors add up like a random walk, hence the norm of d
-            rounding += part + 4 * float(np.max(np.abs(t.analytical), initial=0.0)) * float(np.sqrt(np.sum(d * d)))
+            # those errors add up like a random walk, hence the norm of d. In float16 the worst case
+            # (every element's own rounding aligned with d, `part`) is 1e-2 of the whole gradient and would
+            # let a 3x gradient pass: there the elements' own rounding adds up like a random walk too.
+            # (and 1 eps of the largest entry, not 4: 4 x float16's eps of it is 13% of a typical entry)
+            own = float(np.sqrt(np.sum((t.analytical * d) ** 2))) if half else part
+            cancel = 1 if half else 4
+            largest = max(float(np.max(np.abs(t.analytical), initial=0.0)), module_max)
+            rounding += own + cancel * largest * float(np.sqrt(np.sum(d * d)))
             count += int(np.count_nonzero(d))
-        self._rounding = ANALYTICAL_ROUNDING * self.eps_analytical * rounding + self._idiom(dirs)
+        self._rounding = ((HALF_ROUNDING if half else ANALYTICAL_ROUNDING) * self.eps_analytical * rounding
+                          + self._idiom(dirs))
         result = self._directional(dirs, h, magnitude, count)
         if adapt and result.resolution > TARGET_RESOLUTION and result.truncation > 4 * result.noise:
             factor = min(0.5, max(1 / 64, (result.noise / result.truncation) ** (1 / 3)))

@@ -91,10 +91,13 @@ TABLE = {
 # check trusts it for the numerical side (a float32 forward is ~1e-7 of its scale; state outside the
 # parameters is far more).
 TWIN_MATCH = 1e-3
+# ...and a float16 module's: its own rounding is ~1e-3 of its intermediates, which may dwarf the output
+TWIN_MATCH_FLOAT16 = 1e-1
 
 # checks/backward.py, in eps of the module's coarsest dtype times the largest gradient entry:
 BACKWARD_REPEAT_ULPS = 100      # backward twice after one forward: BLAS may reorder sums
 BACKWARD_LINEAR_ULPS = 1e4      # backward(a g1 + b g2) against a backward(g1) + b backward(g2): three calls' rounding
+BACKWARD_LINEAR_MAX = 0.05      # ...but never more than 5% of the entry (1e4 eps is 10x the entry in float16)
 
 # gradlab.diagnosis.causes: two arrays (analytical against a per-element finite-difference map) fit a
 # pattern when they agree to this fraction of their scale: loose enough for float32 and finite-difference
@@ -106,6 +109,8 @@ PATTERN_MATCH = 1e-3
 SAFETY = 10.0                # tolerance = SAFETY x the measured numerical error
 ANALYTICAL_ROUNDING = 8.0    # the analytical side may be off by this x eps x (sum|a_i d_i| + 4 max|a| |d|)
 ELEMENT_ROUNDING = 64.0      # per element: this x eps(analytical) x the tensor's largest gradient
+HALF_ROUNDING = 1.0          # float16 analytical side: this x eps x (||a * d|| + max|a| ||d||), a random walk
+                             # (correct modules stay below 0.12 of it over 20 seeds, every module kind)
 IDIOM_WALK = 4.0             # a sound idiom's relative error IDIOM_EPS on every element, summed along a
                              # random direction, is a random walk: at most this many standard deviations
 # a float64 objective whose measured noise is this fraction of the gradient's size cannot resolve anything
