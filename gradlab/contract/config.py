@@ -32,6 +32,10 @@ class Config:
     momentum: float = 0.9
     max_norm: float = 1.0
     warmup_steps: int = 4
+    # mixed precision (loss scaling)
+    loss_scale: float = 1024.0
+    loss_scaling: str = "dynamic"     # "dynamic" (halve on overflow, grow after growth_interval good steps) | "static"
+    growth_interval: int = 4
     # ffn: "gelu" (tanh approximation, the contract's default) or "relu"
     activation: str = "gelu"
     # dropout: the probability of dropping an entry while training

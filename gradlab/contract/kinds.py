@@ -30,6 +30,7 @@ STOCHASTIC = "stochastic"           # forward(x, training): random while trainin
 CHUNKED = "chunked"                 # function (Q, K, V, chunk_size, causal=False): attention by query chunks
 KEY_PADDING = "key_padding"         # takes key_padding_mask (B, S), True where the key is padding
 SEQ2SEQ = "seq2seq"                 # forward(src_ids, tgt_ids) -> logits: learns a copy task (the copy_task check)
+MIXED_PRECISION = "mixed_precision" # float16 <-> float32 conversion and a loss-scaling step
 
 
 @dataclass(frozen=True)
@@ -322,6 +323,9 @@ KINDS = {spec.name: spec for spec in [
              _MODULE | {CAUSAL, SEQ2SEQ},
              inputs=(Input("src_ids", lambda c: (c.batch_size, src_len(c)), "ids", causal=False),
                      Input("tgt_ids", lambda c: (c.batch_size, c.seq_len), "ids"))),
+    KindSpec("mixed_precision", "optimizer",
+             "float32 master weights, float16 compute: to_half/to_full_precision, loss scaling (static, dynamic)",
+             frozenset({MIXED_PRECISION}), {"lr": 1.0}),
 ]}
 
 

@@ -137,6 +137,13 @@ FIELDS = {
                        "gelu", choices=("gelu", "relu")),
     "dropout": Rule(float, "the probability that dropout drops an entry while training; at 1 nothing is left to "
                     "scale by 1/(1-p)", 0.1, **FRACTION),
+    # mixed precision (the mixed_precision kind)
+    "loss_scale": Rule(float, "the loss is multiplied by it before a float16 backward; float16's largest number "
+                       "is 65504", 1024.0, low=1, high=65504),
+    "loss_scaling": Rule(str, "static keeps the scale; dynamic halves it on an overflow and doubles it after "
+                         "growth_interval good steps", "dynamic", choices=("dynamic", "static")),
+    "growth_interval": Rule(int, "good steps in a row before dynamic loss scaling doubles the scale", 4,
+                            low=1, high=10_000),
     "seed": Rule(int, "np.random.seed, which a module may call with it, takes 0 to 2**32 - 1", 0,
                  low=0, high=2**32 - 1),
 }

@@ -1,0 +1,40 @@
+"""The mixed_precision kind: the articles' to_half_precision / to_full_precision
+and loss scaling (static and dynamic), against the reference, with a correct
+student-style module and one broken module per quiet bug."""
+import pytest
+
+from gradlab.contract.errors import UsageError
+
+BROKEN = [
+    ("mp_bad_no_unscale.py", ["step 1", "1024 x the reference's", "divide the float16 gradients by loss_scale"]),
+    ("mp_bad_unscale_in_half.py", ["step 2", "1e-7", "unscaled in float16", "cast the gradients to float32 first"]),
+    ("mp_bad_no_skip.py", ["step 3", "inf", "must be skipped", "return False", "your step updated the weights"]),
+    ("mp_bad_static_backoff.py", ["static loss scaling", "is 512, the reference's 1024", "never changes"]),
+    ("mp_bad_never_grows.py", ["dynamic loss scaling", "after step 7", "doubles the scale after growth_interval = 4"]),
+    ("mp_bad_half_converts_all.py", ["to_half_precision converted integer token ids", "only float32 arrays"]),
+]
+
+
+@pytest.mark.parametrize("impl", [None, "mp_ok_student.py"])
+def test_correct_implementations_pass(zoo, run, impl):
+    for seed in range(20):
+        result = run("mixed_precision", impl and zoo(impl), seed=seed)
+        assert result.passed, (seed, [(c.name, c.message) for c in result.checks if not c.ok])
+    # other settings: a scale that is not a power of two, a short growth interval, float32 cfg
+    for overrides in ({"loss_scale": 1000.0}, {"growth_interval": 2}, {"dtype": "float32"}, {"dtype": "float16"}):
+        result = run("mixed_precision", impl and zoo(impl), seed=3, **overrides)
+        assert result.passed, (overrides, [(c.name, c.message) for c in result.checks if not c.ok])
+
+
+@pytest.mark.parametrize("impl, words", BROKEN, ids=[b[0][7:-3] for b in BROKEN])
+def test_each_quiet_bug_is_named(zoo, run, impl, words):
+    for seed in range(3):
+        record = run("mixed_precision", zoo(impl), seed=seed)["mixed_precision"]
+        assert record.status == "fail", (seed, record.message)
+        for w in words:
+            assert w in record.message, (w, record.message)
+
+
+def test_bad_loss_scaling_option_is_a_usage_error(run):
+    with pytest.raises(UsageError, match="loss_scaling='banana': use dynamic or static"):
+        run("mixed_precision", loss_scaling="banana")
