@@ -42,7 +42,7 @@ def build_parser():
         prog="gradlab", description="Verify hand-written NumPy neural-network modules.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"gradlab {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{check,list}")
+    sub = parser.add_subparsers(dest="command", metavar="{check,list,train}")
 
     c = sub.add_parser("check", help="run checks on one kind, or all the kinds a file registers",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -65,6 +65,8 @@ def build_parser():
     c.add_argument("-v", "--verbose", action="store_true", help="details of every check; tracebacks on errors")
 
     sub.add_parser("list", help="the kinds, and which checks apply to each")
+    from gradlab.training.command import add_parser as add_train
+    add_train(sub)
     return parser
 
 
@@ -77,6 +79,9 @@ def main(argv=None):
     try:
         if args.command == "list":
             return cmd_list()
+        if args.command == "train":
+            from gradlab.training.command import run as cmd_train
+            return cmd_train(args)
         return cmd_check(args)
     except UsageError as e:
         print(f"gradlab: error: {e}", file=sys.stderr)

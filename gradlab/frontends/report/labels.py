@@ -46,6 +46,7 @@ LABELS = {
     "reference_drop": "reference loss drop",
     "accuracy": "your accuracy",
     "reference_accuracy": "reference accuracy",
+    "curve_gap": "largest gap to the reference's loss",
     "call": "call",
     "total_norm": "total norm",
     "max_norm": "max_norm",

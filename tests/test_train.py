@@ -1,0 +1,74 @@
+"""Training: `gradlab train` (and gradlab.training.train) and the `train` check.
+Same weights, same batches: a correct model follows the reference's loss curve
+up to rounding, a quiet gradient bug that still learns does not."""
+import subprocess
+import sys
+
+import pytest
+
+from gradlab.training import train
+from gradlab.training.run import _flow_warnings
+
+SMALL = dict(steps=30, d_model=16, d_ff=32, batch_size=8)
+
+
+@pytest.mark.parametrize("impl", [None, "red_mod_lm_ok_tied.py"])
+def test_train_check_passes_correct_lms(zoo, run, impl):
+    for seed in range(3):
+        record = run("lm", impl and zoo(impl), checks=["train"], seed=seed)["train"]
+        assert record.status == "pass", (seed, record.message)
+        assert record.metrics["curve_gap"] < 1e-9
+    record = run("lm", impl and zoo(impl), checks=["train"], seed=5, dtype="float32")["train"]
+    assert record.status == "pass" and record.metrics["curve_gap"] < 1e-4, record.message
+
+
+def test_train_check_fails_a_transposed_gradient_that_still_learns(zoo, run):
+    for seed in range(3):
+        record = run("lm", zoo("train_bad_lm_transposed_out_grad.py"), checks=["train"], seed=seed)["train"]
+        assert record.status == "fail", (seed, record.message)
+        assert "it learns, but its loss left the reference's" in record.message
+        assert "gradient check" in record.message
+
+
+def test_train_check_fails_a_model_that_does_not_learn(zoo, run):
+    record = run("lm", zoo("train_bad_lm_sign.py"), checks=["train"], seed=0)["train"]
+    assert record.status == "fail" and "learns less than half as fast" in record.message
+
+
+def test_training_run_swaps_parts_and_reports(zoo):
+    result = train(impl=zoo("causality_ok_attention.py"), seed=1, **SMALL)
+    record = result.checks[0]
+    assert result.kind == "train" and record.status == "pass", record.message
+    assert "your attention at blocks.0.attn, blocks.1.attn" in record.message
+    titles = [v["title"] for v in record.details["views"]]
+    assert any(t.startswith("training loss") for t in titles)
+    assert any(t.startswith("gradient flow: your gradient norm per layer") for t in titles)
+    maps = [v for v in record.details["views"] if v["type"] == "heatmap"]
+    assert len(maps) == 4 and maps[0]["xticklabels"][3] == "|"            # 2 layers x 2 heads, tokens on the axes
+    assert "blocks.0.attn" in record.details["views"][1]["series"]
+    assert "<iframe" in result._repr_html_()
+
+
+def test_flow_warnings_in_words():
+    steady = [1.0] * 10
+    warnings = _flow_warnings({"emb": [1e-7] * 10, "head": steady, "blocks.0.attn": [1.0, 10.0, 1e3, 1e4]},
+                              {"emb": [0.5] * 10, "head": steady, "blocks.0.attn": steady})
+    assert any(w.startswith("vanishing gradients: emb's gradient") for w in warnings)
+    assert any(w.startswith("exploding gradients: blocks.0.attn's gradient norm grew") for w in warnings)
+    assert _flow_warnings({"emb": steady, "head": steady}, {"emb": steady, "head": steady}) == []
+
+
+def test_cli_train(tmp_path, zoo):
+    broken = zoo("../../examples/broken_attention.py")
+    args = [sys.executable, "-m", "gradlab", "train", "--steps", "30", "--set", "d_model=16", "--set", "d_ff=32"]
+    run = subprocess.run(args + ["--impl", broken, "--report", str(tmp_path / "t.html")], capture_output=True,
+                         text=True, cwd=tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "FAIL  train" in run.stdout and "left the reference's" in run.stdout
+    html = (tmp_path / "t.html").read_text()
+    assert "gradient flow" in html and "attention weights of the trained model" in html
+    run = subprocess.run(args + ["--report", str(tmp_path / "r.html")], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0 and "PASS  train" in run.stdout, run.stdout + run.stderr
+    for bad in (["--steps", "3"], ["--set", "d_model=7"], ["--impl", "nope.py"]):
+        run = subprocess.run(args + bad, capture_output=True, text=True, cwd=tmp_path)
+        assert run.returncode == 2 and run.stderr.count("\n") <= 1 and "Traceback" not in run.stderr, run.stderr
