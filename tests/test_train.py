@@ -68,7 +68,7 @@ def test_cli_train(tmp_path, zoo):
     html = (tmp_path / "t.html").read_text()
     assert "gradient flow" in html and "attention weights of the trained model" in html
     run = subprocess.run(args + ["--report", str(tmp_path / "r.html")], capture_output=True, text=True, cwd=tmp_path)
-    assert run.returncode == 0 and "PASS  train" in run.stdout, run.stdout + run.stderr
+    assert run.returncode == 0 and "PASS  gradlab" in run.stdout, run.stdout + run.stderr
     for bad in (["--steps", "3"], ["--set", "d_model=7"], ["--impl", "nope.py"]):
         run = subprocess.run(args + bad, capture_output=True, text=True, cwd=tmp_path)
         assert run.returncode == 2 and run.stderr.count("\n") <= 1 and "Traceback" not in run.stderr, run.stderr

@@ -67,8 +67,8 @@ def run(args):
     finally:
         bar.clear()
     record = result.checks[0]
-    print(f"{record.status.upper():>5}  train  {record.message}")
-    path = write_report(result, args.report)
+    print(f"{record.status.upper():>5}  {record.message}")
+    path = write_report(result, args.report, title=f"gradlab train: {result.impl}")
     print(f"report: {path}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
