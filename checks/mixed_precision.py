@@ -61,7 +61,7 @@ def mixed_precision(subject, rng):
         scales = {"reference": [], "yours": []}
         for k, (what, grads) in enumerate(steps, start=1):
             scale = float(ours.loss_scale)
-            got_scale = _scale(theirs)
+            got_scale = _scale(theirs_subject, theirs)
             if got_scale != scale:
                 _fail_scale(kind, mode, cfg, k - 1, steps, got_scale, scale, rows, scales)
             g16 = half_grads(what, grads, scale)
@@ -76,7 +76,7 @@ def mixed_precision(subject, rng):
             skipped += not got_applied
             if got_applied != want_applied or err > UPDATE_TOL * max(size, 1e-30):
                 _fail_step(kind, mode, k, what, scale, got_applied, want_applied, got, want, rows)
-        final, got_final = float(ours.loss_scale), _scale(theirs)
+        final, got_final = float(ours.loss_scale), _scale(theirs_subject, theirs)
         if got_final != final:
             _fail_scale(kind, mode, cfg, len(steps), steps, got_final, final, rows, scales)
         views.append(curve(f"loss scale per step ({mode})", scales, ylabel="loss scale"))
@@ -87,8 +87,8 @@ def mixed_precision(subject, rng):
                    {"steps": len(rows), "skipped_steps": skipped}, {"views": views})
 
 
-def _scale(obj):
-    value = getattr(obj, "loss_scale", None)
+def _scale(subject, obj):
+    value = subject.attribute(obj, "loss_scale")
     if not isinstance(value, (int, float, np.floating, np.integer)) or isinstance(value, bool):
         raise StudentError(f"the mixed precision object has no numeric loss_scale attribute (found "
                            f"{describe(value)}); keep the current loss scale in self.loss_scale")
@@ -181,13 +181,10 @@ def conversions(subject, rng):
     """The articles' to_half_precision / to_full_precision, on a dict of mixed arrays."""
     kind = subject.kind
     obj = subject.build()
-    for name in ("to_half_precision", "to_full_precision"):
-        if not callable(getattr(obj, name, None)):
-            raise StudentError(f"the mixed precision object has no {name}(params) method")
     params = {"w": rng.standard_normal((3, 4)).astype(np.float32), "ids": rng.integers(0, 9, size=(2, 3)),
               "stats": rng.standard_normal(4)}
     before = {k: v.copy() for k, v in params.items()}
-    half = subject._call("to_half_precision(params)", obj.to_half_precision, params)
+    half = subject.method(obj, "to_half_precision", params)
     _dict_of_arrays(half, params, "to_half_precision(params)")
     for k, v in params.items():
         if v.dtype != before[k].dtype or not np.array_equal(v, before[k]):
@@ -201,7 +198,7 @@ def conversions(subject, rng):
             raise CheckFailure(f"{kind.name}: to_half_precision converted {what} ({k!r}, {params[k].dtype}) to "
                                f"{half[k].dtype}; as in the articles only float32 arrays become float16 "
                                "(float16 ids above 2048 are no longer exact integers)")
-    full = subject._call("to_full_precision(params)", obj.to_full_precision, half)
+    full = subject.method(obj, "to_full_precision", half)
     _dict_of_arrays(full, half, "to_full_precision(params)")
     if full["w"].dtype != np.float32 or not np.array_equal(full["w"], half["w"].astype(np.float32)):
         raise CheckFailure(f"{kind.name}: to_full_precision turned a float16 array into {full['w'].dtype}; it must "

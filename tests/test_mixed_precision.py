@@ -38,3 +38,17 @@ def test_each_quiet_bug_is_named(zoo, run, impl, words):
 def test_bad_loss_scaling_option_is_a_usage_error(run):
     with pytest.raises(UsageError, match="loss_scaling='banana': use dynamic or static"):
         run("mixed_precision", loss_scaling="banana")
+
+
+def test_a_missing_method_is_one_clear_error(run):
+    class StepOnly:
+        loss_scale = 1024.0
+
+        def step(self, master, half_grads):
+            return True
+
+    def build(cfg):
+        return StepOnly()
+
+    record = run("mixed_precision", build, checks=["mixed_precision"])["mixed_precision"]
+    assert record.status == "error" and "StepOnly has no to_half_precision() method" in record.message

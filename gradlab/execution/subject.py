@@ -174,6 +174,18 @@ class Subject:
     def step(self, optimizer, params, grads):
         return self._call("step(params, grads)", optimizer.step, params, grads)
 
+    def method(self, obj, name, *args):
+        """obj.name(*args), guarded: for kinds whose objects have more methods than
+        forward/backward/step (mixed_precision's to_half_precision). StudentError if absent."""
+        fn = getattr(obj, name, None)
+        if not callable(fn):
+            raise StudentError(f"{type(obj).__name__} has no {name}() method")
+        return self._call(f"{name}(...)", fn, *args)
+
+    def attribute(self, obj, name):
+        """obj.name, or None when it has none (e.g. mixed_precision's loss_scale)."""
+        return getattr(obj, name, None)
+
     # ---- helpers -------------------------------------------------------------
     def _call(self, what, fn, *args, **kwargs):
         return guarded(what, fn, *args, files=self.files, **kwargs)
