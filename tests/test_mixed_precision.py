@@ -45,6 +45,8 @@ def test_a_missing_method_is_one_clear_error(run):
         loss_scale = 1024.0
 
         def step(self, master, half_grads):
+            for k, g in half_grads.items():
+                master[k] -= g.astype(master[k].dtype) / self.loss_scale
             return True
 
     def build(cfg):
