@@ -86,12 +86,19 @@ def _kind_context(index, result, student=None):
             "figures": [v for v in views if v["type"] == "image"],
             "texts": [v for v in views if v["type"] != "image"],
             "seconds": record.seconds,
+            # the first line, without the "kind: " the card's name already says
+            "headline": _headline(result.kind, record.message),
         })
     statuses = {c["status"] for c in checks}
     return {"kind": result.kind, "impl": result.impl, "seed": result.seed, "anchor": anchor,
             "config": [(k, _fmt(v)) for k, v in (result.config or {}).items() if k != "extra" or v],
             "checks": checks, "passed": not statuses & {FAIL, ERROR},
             "counts": {s: sum(c["status"] == s for c in checks) for s in (PASS, FAIL, ERROR, SKIP)}}
+
+
+def _headline(kind, message):
+    first = (message or "").splitlines()[0] if message else ""
+    return first[len(kind) + 2:] if first.startswith(f"{kind}: ") else first
 
 
 def _metrics(check, metrics):
