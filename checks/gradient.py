@@ -162,8 +162,8 @@ class ModuleSetup:
         context = {"cfg": s.cfg, "x": inputs[0], "g": g64, "inputs": inputs}
         # the precision the module computes in: its lowest among output, input and parameters
         # (float32 parameters make float32 intermediates, even if a float64 scalar promotes the output)
-        # (x is gradlab's input, in cfg.dtype: a module that computes in float32 from a float16 x is float32)
-        own = [out] + [arr for name, arr, _ in analytical if name != "x"]
+        # (the inputs are gradlab's, in cfg.dtype: a module that computes in float32 from a float16 x is float32)
+        own = [out] + [sl.value for sl in self.slots]
         own_eps = _eps(*own)
         low = self.low = min(own, key=lambda a: -eps_of(a.dtype)).dtype
         eps_an = max(own_eps, _eps(*[a for _, _, a in analytical]))
@@ -173,6 +173,7 @@ class ModuleSetup:
                 self._make_twin(twin_inputs, out)
             elif not self._twin_matches(twin_inputs, out):
                 self.twin = None
+        num_inputs = inputs    # what the numerics perturb, when it is the module itself
         if self.twin is not None:
             twin, twin_slots = self.twin
             twin_inputs = _in_float64(inputs, wrt)
@@ -188,7 +189,13 @@ class ModuleSetup:
                                f"float64 when cfg.dtype is 'float64'")
         else:
             arrays = [arr for _, arr, _ in analytical]
-            f = self._objective(self.module, inputs, g64)
+            num_inputs = inputs
+            if any(eps_of(inputs[k].dtype) > own_eps for k in wrt):
+                # a float16 input given to a module that computes in float32/64: a step of 1e-6 rounds away in
+                # float16 (nothing would be tested); perturb float64 copies, the module upcasts them anyway
+                num_inputs = _in_float64(inputs, wrt)
+                arrays = [num_inputs[k] for k in wrt] + arrays[len(wrt):]
+            f = self._objective(self.module, num_inputs, g64)
             eps_num = own_eps
             numerics = "float64" if eps_num <= EPS["float64"] else \
                 f"{low} (looser tolerance: {self.note or 'the module computes in float32'})"
@@ -209,7 +216,7 @@ class ModuleSetup:
         # per element: "of its size", the tensor's largest entry (the idiom shifts the sums the elements come from)
         problem.element_idiom = lambda i: (IDIOM_WALK * shortfall * float(np.abs(tensors[i].analytical).max(initial=0.0))
                                            if shortfall else None)
-        if self.twin is None:
+        if self.twin is None and num_inputs is inputs:
             problem.f0 = float(np.sum(terms))    # exactly what f() computes at the unperturbed point
         return problem
 

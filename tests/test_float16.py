@@ -61,3 +61,14 @@ def test_float16_is_for_module_kinds(run):
 def test_cli_accepts_float16(capsys):
     assert cli.main(["check", "layernorm", "--dtype", "float16", "--checks", "gradient", "--seed", "1"]) == 0
     assert "float64 copy of your float16 module" in capsys.readouterr().out
+
+
+def test_a_float64_module_given_float16_input_is_still_judged(zoo, run):
+    # the module ignores cfg.dtype and computes in float64; a step of 1e-6 on the float16 x would round away
+    # (nothing tested, a vacuous pass): the numerics perturb a float64 copy of x instead
+    for seed in range(5):
+        record = run("layernorm", zoo("red_mod_layernorm_no_mean_term.py"), checks=["gradient"], seed=seed,
+                     dtype="float16")["gradient"]
+        assert record.status == "fail" and "input gradient 'x'" in record.message, (seed, record.message)
+    assert run("layernorm", zoo("red_mod_layernorm_ok_float32.py"), checks=["gradient"], seed=0,
+               dtype="float16").passed
