@@ -53,7 +53,7 @@ def test_flow_warnings_in_words():
     steady = [1.0] * 10
     warnings = _flow_warnings({"emb": [1e-7] * 10, "head": steady, "blocks.0.attn": [1.0, 10.0, 1e3, 1e4]},
                               {"emb": [0.5] * 10, "head": steady, "blocks.0.attn": steady})
-    assert any(w.startswith("vanishing gradients: emb's gradient") for w in warnings)
+    assert any(w.startswith("vanishing gradients: emb gets a gradient 2e-10 of the largest") for w in warnings)
     assert any(w.startswith("exploding gradients: blocks.0.attn's gradient norm grew") for w in warnings)
     assert _flow_warnings({"emb": steady, "head": steady}, {"emb": steady, "head": steady}) == []
 
@@ -72,3 +72,10 @@ def test_cli_train(tmp_path, zoo):
     for bad in (["--steps", "3"], ["--set", "d_model=7"], ["--impl", "nope.py"]):
         run = subprocess.run(args + bad, capture_output=True, text=True, cwd=tmp_path)
         assert run.returncode == 2 and run.stderr.count("\n") <= 1 and "Traceback" not in run.stderr, run.stderr
+
+
+def test_a_gradient_that_stops_is_named_vanishing(zoo):
+    record = train(impl=zoo("train_bad_positional_stops_gradient.py"), seed=0, **SMALL).checks[0]
+    assert record.status == "fail"
+    assert "vanishing gradients: emb gets no gradient at all" in record.message, record.message
+    assert any(v["title"] == "gradient flow warnings" for v in record.details["views"])

@@ -356,9 +356,10 @@ def _flow_warnings(norms, ref_norms):
                        f"at step {int(np.argmin(np.isfinite(v))) + 1}")
         elif top > 0 and med[g] < VANISH * top:
             ref = float(np.median(ref_norms.get(g, [np.nan])))
-            out.append(f"vanishing gradients: {g}'s gradient is {med[g] / top:.1g} of the largest layer's "
-                       f"(median over steps; the reference's {g}: {ref:.2g}, yours {med[g]:.2g}): does backward "
-                       "pass the gradient on through it (a residual, a missing term)?")
+            size = "no gradient at all" if med[g] == 0 else f"a gradient {med[g] / top:.1g} of the largest layer's"
+            out.append(f"vanishing gradients: {g} gets {size} (median over steps: yours {med[g]:.2g}, the "
+                       f"reference's {ref:.2g}): does every backward between it and the loss pass dL/dx on "
+                       "(a residual, a missing term, a zero returned)?")
         elif v[0] > 0 and max(v) > EXPLODE * v[0] and max(v) > EXPLODE * float(
                 np.median(ref_norms.get(g, v))):
             out.append(f"exploding gradients: {g}'s gradient norm grew from {v[0]:.2g} to {max(v):.2g} "
