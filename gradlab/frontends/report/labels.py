@@ -59,6 +59,9 @@ LABELS = {
     "skipped_steps": "skipped steps",
 }
 
+# Fractions shown as percentages.
+PERCENT = {"accuracy", "reference_accuracy", "curve_gap"}
+
 # Internal bookkeeping: in the JSON, not on the card.
 HIDDEN = {"kink_resamples", "resolution", "module_calls", "replay_seed", "backward_calls", "calls",
           "unconfirmed_joint_ratio"}

@@ -14,7 +14,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from gradlab.contract.records import ERROR, FAIL, PASS, SKIP, CheckRecord, KindResult
 from gradlab.frontends.report import figures
-from gradlab.frontends.report.labels import label
+from gradlab.frontends.report.labels import PERCENT, label
 
 MAX_TABLE_ROWS = 60
 STATUS_WORD = {PASS: "pass", FAIL: "fail", ERROR: "error", SKIP: "skip"}
@@ -107,7 +107,8 @@ def _metrics(check, metrics):
     for key, value in (metrics or {}).items():
         words = label(check, key)
         if words is not None:
-            out.append((words, _fmt(value)))
+            percent = key in PERCENT and isinstance(value, float) and math.isfinite(value)
+            out.append((words, f"{value:.1%}" if percent else _fmt(value)))
     return out
 
 
