@@ -23,7 +23,8 @@ DTYPES = ["float64", "float32"]
 
 def test_forward_tolerances_are_torch_assert_close_defaults_except_where_documented():
     assert policy.TABLE["forward"]["float32"] == policy.Tol(1.3e-6, 1e-5)
-    assert policy.TABLE["forward"]["float16"] == policy.Tol(1e-3, 1e-5)
+    # float16: rtol raised to 1e-2 for whole modules computed in float16 (measured up to 1.7e-3 of the scale)
+    assert policy.TABLE["forward"]["float16"] == policy.Tol(1e-2, 1e-5)
     # float64: torch's atol; rtol raised to IDIOM_GAIN x IDIOM_EPS for an eps in a division, still far
     # below the smallest forward bug gradlab names (LayerNorm's eps outside the sqrt: ~eps / 2 = 5e-6)
     assert policy.TABLE["forward"]["float64"] == policy.Tol(policy.IDIOM_GAIN * policy.IDIOM_EPS, 1e-7)

@@ -65,9 +65,11 @@ class Tol:
 # ---- the table: comparison -> dtype -> tolerance ---------------------------------------------
 
 TABLE = {
-    # torch.testing.assert_close's defaults; float64's rtol raised to IDIOM_GAIN x IDIOM_EPS (see above)
+    # torch.testing.assert_close's defaults; float64's rtol raised to IDIOM_GAIN x IDIOM_EPS (see above);
+    # float16's to 1e-2: a whole module computed in float16 (not one op) is off by up to 1.7e-3 of its scale
+    # (measured: 20 seeds, every module kind, the lm worst), and the bugs named are 1e-1 and more
     "forward": {"float64": Tol(IDIOM_GAIN * IDIOM_EPS, 1e-7), "float32": Tol(1.3e-6, 1e-5),
-                "float16": Tol(1e-3, 1e-5)},
+                "float16": Tol(1e-2, 1e-5)},
     # same code, same input: identical bits; a reordered BLAS sum is a few eps of the largest entry
     "repeat": {"float64": Tol(1e-12), "float32": Tol(1e-6), "float16": Tol(1e-3)},
     # six optimizer steps, each a few roundings of parameters of size ~1 (relative to max(1, |p|))
