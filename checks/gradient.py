@@ -596,6 +596,8 @@ def judge(subject, setup, rng):
             shape2 = (int(np.prod(t.array.shape[:-1])), t.array.shape[-1]) if t.array.ndim else (1, 1)
             # drawn against what each element is allowed: rounding-level differences show as equal
             allowed = emap.allowed if emap.allowed is not None else emap.tolerance
+            if np.ndim(allowed) and np.ptp(allowed) == 0:     # the same for every element: one number
+                allowed = float(np.ravel(allowed)[0])
             title = f"|analytical - numerical| of {t.name}{problem.label}"
             if np.ndim(allowed):        # an idiom allowance per element: show the ratio, 1 = allowed
                 err, allowed, title = err / np.maximum(allowed, 1e-300), 1.0, title + " / each element's tolerance"
