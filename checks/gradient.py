@@ -184,9 +184,10 @@ class ModuleSetup:
         elif low == np.float16:
             # finite differences in float16 (3 significant digits) cannot judge a gradient: a 3x too large
             # weight gradient would pass. Judge only against a float64 copy, or say why not.
-            raise StudentError(f"cannot judge a float16 module's gradients: they are compared with finite "
-                               f"differences of a float64 copy of your module, and {self.note}; build it in "
-                               f"float64 when cfg.dtype is 'float64'")
+            raise CannotJudge(f"a float16 module's gradients are compared with finite differences of a float64 "
+                              f"copy of it (finite differences in float16 cannot tell a 3x wrong gradient from a "
+                              f"right one), and {self.note}; build it in cfg.dtype (float64 when cfg.dtype is "
+                              f"'float64')")
         else:
             arrays = [arr for _, arr, _ in analytical]
             num_inputs = inputs

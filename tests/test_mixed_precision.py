@@ -36,7 +36,7 @@ def test_each_quiet_bug_is_named(zoo, run, impl, words):
 
 
 def test_bad_loss_scaling_option_is_a_usage_error(run):
-    with pytest.raises(UsageError, match="loss_scaling='banana': use dynamic or static"):
+    with pytest.raises(UsageError, match="loss_scaling='banana': must be one of 'dynamic', 'static'"):
         run("mixed_precision", loss_scaling="banana")
 
 

@@ -191,7 +191,6 @@ def as_float_array(value, what, shape, hint=""):
     if value.dtype.kind not in "f":
         raise StudentError(f"{what} returned an array of dtype {value.dtype}; it must be floating point "
                            "(an integer array truncates everything: check the dtype of your parameters)")
-    unsupported_precision(value.dtype, f"{what} returned an array of dtype {value.dtype}")
     if tuple(value.shape) != tuple(shape):
         raise StudentError(f"{what} returned shape {tuple(value.shape)}; expected {tuple(shape)}{hint}")
     bad = ~np.isfinite(value)
@@ -220,13 +219,3 @@ def plain_array(value, what):
                 "value) if a value such as 0 is meant, or np.where for a mask)")
         return np.ma.getdata(value)
     return np.asarray(value)   # a view of the same numbers as a plain ndarray
-
-
-def unsupported_precision(dtype, what):
-    """float16 cannot be judged: its 3 significant digits are fewer than the
-    finite differences that check a gradient need (a 3x wrong weight gradient
-    passed within their noise), so it is named rather than judged."""
-    if np.dtype(dtype) == np.float16:
-        raise StudentError(f"{what}: gradlab does not support float16 (its 3 significant digits are too few for "
-                           "finite differences to tell a right gradient from a wrong one); compute in float32 or "
-                           "float64 (cfg.dtype)")

@@ -7,7 +7,7 @@ import numpy as np
 
 from gradlab.execution.discovery import arrays_at_build, explain, find_slots
 from gradlab.contract.errors import CheckSkipped, StudentError
-from gradlab.execution.harness import as_float_array, describe, guarded, unsupported_precision
+from gradlab.execution.harness import as_float_array, describe, guarded
 from gradlab.contract.kinds import SMOOTHING
 
 
@@ -206,7 +206,7 @@ class Subject:
 
 def usable_parameter(slot):
     """gradlab perturbs parameters in place, as an optimizer updates them: a
-    read-only or float16 parameter is named in one line, not met as a crash."""
+    read-only parameter is named in one line, not met as a crash."""
     p = slot.value
     if not p.flags.writeable:
         raise StudentError(f"parameter {slot.name!r} is read-only ({slot.name}.flags.writeable is False); gradlab "
@@ -214,7 +214,6 @@ def usable_parameter(slot):
     if p.dtype.kind != "f":
         raise StudentError(f"parameter {slot.name!r} has dtype {p.dtype}; parameters must be floating point "
                            "(an integer array cannot take a gradient step)")
-    unsupported_precision(p.dtype, f"parameter {slot.name!r} has dtype float16")
     if isinstance(p, np.ma.MaskedArray):
         raise StudentError(f"parameter {slot.name!r} is a numpy.ma.MaskedArray; parameters must be plain "
                            "ndarrays (masked arithmetic skips masked entries, so no gradient of them can be checked)")

@@ -1,7 +1,8 @@
-"""A Linear computed in float16 whose weight gradient is 3x too large. In
-float16 the finite differences are too coarse to catch it (it passed
-`gradient` within a tolerance of 0.34), so float16 is named as unsupported
-rather than judged. FACTOR = 1 is the correct module: named the same way."""
+"""A Linear kept in float16 whatever cfg.dtype says, whose weight gradient is
+3x too large. Finite differences in float16 are too coarse to catch it (it
+passed `gradient` within a tolerance of 0.34), and no float64 copy of it can be
+built, so its gradient cannot be judged: an error, never a pass. FACTOR = 1 is
+the correct module: the same error."""
 import numpy as np
 
 import gradlab

@@ -1,6 +1,6 @@
 """float16 parameters in a forward that computes in float64 (x @ W upcasts):
 the output looks fine, but a finite-difference step on a float16 parameter
-rounds away, so the parameter is named as unsupported rather than judged."""
+rounds away, and no float64 copy can be built: its gradient cannot be judged."""
 import numpy as np
 
 import gradlab
