@@ -16,7 +16,12 @@ How (gradlab.numerics.engine does the arithmetic):
 4. float32 modules: the numerical side runs on a float64 copy of the module
    (built with cfg.dtype="float64", parameters copied in by name) when the
    module can run in float64; otherwise in float32 with a looser, measured
-   tolerance, and the message says so.
+   tolerance, and the message says so. With the float64 copy, the analytical
+   side's rounding is measured too: the copy's own gradients at the same
+   weights, input and g (one more backward) against the student's, element by
+   element (gradlab.numerics.tolerance.twin_rounding). An ill-conditioned
+   computation (LayerNorm over 2 close features) rounds far more than a few
+   eps; a well-conditioned one far less, so the check gets sharper, not looser.
 5. A kink (ReLU at 0, a tie in a max) where the disagreement is found draws a
    new input (up to MAX_RESAMPLES times) instead of failing; the result says so.
 6. Loss functions: the gradient they return against the loss they return,
@@ -32,14 +37,14 @@ import numpy as np
 
 from gradlab.diagnosis import backward_variants
 from gradlab.diagnosis import causes as diagnosis
-from gradlab.contract.errors import CannotJudge, CheckFailure, StudentError
+from gradlab.contract.errors import CannotJudge, CheckFailure, CheckSkipped, StudentError
 from gradlab.contract.numbers import distinct
 from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, SMOOTHING, TOKEN_IDS
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.numerics.engine import EPS, Engine, Tensor, eps_of, random_direction
 from gradlab.numerics.repeatable import require_repeatable
 from gradlab.numerics.tolerance import (IDIOM_WALK, NOISE_CANNOT_JUDGE, TWIN_MATCH, TWIN_MATCH_FLOAT16, division_idiom,
-                                        idiom_allowance, idiom_row_bound, kept_attention)
+                                        idiom_allowance, idiom_row_bound, kept_attention, twin_rounding)
 from gradlab.contract.records import heatmap, table
 from gradlab.execution.subject import (IGNORE_INDEX, LOG_GUARD, Subject, call_cross_entropy, copies, loss_inputs,
                                       loss_options, randomize_params, takes_ignore_index, with_ignored)
@@ -65,6 +70,7 @@ class Problem:
         self.idiom = None             # dirs -> a sound idiom's allowance along dirs (None: the engine's default)
         self.strict = None            # dirs -> dirs along which no sound idiom can move f (loss kinds)
         self.element_idiom = None     # tensor index -> per-element allowance for the idiom (or None)
+        self.eps_measured = None      # Engine's eps_measured (None: float64's)
 
 
 def _in_float64(inputs, wrt):
@@ -175,6 +181,7 @@ class ModuleSetup:
             elif not self._twin_matches(twin_inputs, out):
                 self.twin = None
         num_inputs = inputs    # what the numerics perturb, when it is the module itself
+        measured = {}
         if self.twin is not None:
             twin, twin_slots = self.twin
             twin_inputs = _in_float64(inputs, wrt)
@@ -182,6 +189,8 @@ class ModuleSetup:
             arrays = [twin_inputs[k] for k in wrt] + [by_name[sl.name].value for sl in self.slots]
             f = self._objective(twin, twin_inputs, g64)
             numerics, eps_num = f"a float64 copy of your {low} module", EPS["float64"]
+            if low == np.float32:   # float16 keeps its own rounding policy (HALF_ROUNDING)
+                measured = self._twin_rounding(analytical, g64, [specs[k].name for k in wrt])
         elif low == np.float16:
             # finite differences in float16 (3 significant digits) cannot judge a gradient: a 3x too large
             # weight gradient would pass. Judge only against a float64 copy, or say why not.
@@ -203,7 +212,7 @@ class ModuleSetup:
                 f"{low} (looser tolerance: {self.note or 'the module computes in float32'})"
         # read_grads returned copies; dx is the student's own array (a view of a cache, maybe): copy it
         names = {specs[k].name for k in wrt}
-        tensors = [Tensor(name, arr, a.astype(np.float64, copy=name in names))
+        tensors = [Tensor(name, arr, a.astype(np.float64, copy=name in names), measured.get(name))
                    for (name, _, a), arr in zip(analytical, arrays)]
         terms = out.astype(np.float64) * g64
         f_abs = float(np.sum(np.abs(terms)))
@@ -221,6 +230,27 @@ class ModuleSetup:
         if self.twin is None and num_inputs is inputs:
             problem.f0 = float(np.sum(terms))    # exactly what f() computes at the unperturbed point
         return problem
+
+    def _twin_rounding(self, analytical, g64, input_names):
+        """name -> the student's analytical rounding, measured (tolerance.twin_rounding) against the float64
+        copy's gradients at the same weights, inputs and g; the copy's forward at these inputs has just run
+        (_twin_matches). Only the tensors whose measurement is trusted; none when the copy's backward fails."""
+        twin, twin_slots = self.twin
+        self.calls += 1
+        try:
+            dxs64 = self._twin_subject.backward(twin, g64.copy())
+            grads64 = self._twin_subject.read_grads(twin_slots)
+        except (StudentError, CheckSkipped):
+            return {}
+        grads64.update(zip(input_names, dxs64))
+        scale = max((float(np.max(np.abs(g), initial=0.0)) for g in grads64.values()), default=0.0)
+        measured = {}
+        for name, _, a in analytical:
+            if name in grads64:
+                r = twin_rounding(a, grads64[name], scale)
+                if r is not None:
+                    measured[name] = r
+        return measured
 
     def _objective(self, module, inputs, g64):
         s = self.subject
@@ -305,7 +335,7 @@ class LossSetup:
             require_repeatable("the loss", np.float64(loss), np.float64(again), "its gradient")
             self.repeated = True
             self.calls += 1
-        arr, eps_num, numerics = logits, _eps(logits, grad), None
+        arr, eps_num, numerics, measured = logits, _eps(logits, grad), None, None
         if eps_num > EPS["float64"]:
             logits64 = logits.astype(np.float64)
             loss64, grad64 = call_cross_entropy(s, logits64.copy(), targets.copy(), self.ignore_index)
@@ -317,6 +347,8 @@ class LossSetup:
             else:
                 arr, eps_num, numerics = logits64, EPS["float64"], f"float64 (your {logits.dtype} function, " \
                                                                    f"called with float64 logits)"
+                if _eps(logits, grad) == EPS["float32"]:   # as for modules (float16 keeps HALF_ROUNDING)
+                    measured = twin_rounding(grad, grad64, float(np.max(np.abs(grad64), initial=0.0)))
         if numerics is None:
             numerics = "float64" if eps_num <= EPS["float64"] else \
                 f"{logits.dtype} (looser tolerance: {self.note or 'the function computes in float32'})"
@@ -328,13 +360,15 @@ class LossSetup:
         rows = np.abs(logits.astype(np.float64)).max(axis=-1)
         f_abs = abs(loss) + 2 * float(rows.mean()) + np.log(logits.shape[-1])
         context = {"cfg": cfg, "x": logits, "g": None, "targets": targets, "ignore_index": ignore, "loss": loss}
-        tensors = [Tensor("logits", arr, grad.astype(np.float64))]
+        tensors = [Tensor("logits", arr, grad.astype(np.float64), measured)]
         # grad was computed from `logits`: a float32 computation stays float32-accurate even when a
         # division by an int64 count promotes the returned array to float64
         eps_an = _eps(logits, grad)
         if s.kind.has(SMOOTHING):
             eps_an = max(eps_an, LOG_GUARD / 100)   # see subject.LOG_GUARD: np.log(p + 1e-10) is no bug
         problem = Problem(tensors, f, f_abs, eps_num, eps_an, numerics, context, label)
+        if s.kind.has(SMOOTHING):
+            problem.eps_measured = LOG_GUARD / 100  # the idiom is in the float64 call too: not in the measurement
         problem.idiom, problem.strict, row_bound = _loss_idiom(logits, targets, ignore, tensors[0].analytical)
         a = tensors[0].analytical
         problem.element_idiom = lambda i: (np.abs(a).reshape(-1, a.shape[-1]) * row_bound[:, None]).reshape(a.shape)
@@ -508,7 +542,7 @@ def judge(subject, setup, rng):
     while True:
         problem = setup.problem(rng)
         engine = Engine(problem.f, problem.tensors, problem.eps_numeric, problem.eps_analytical, problem.f_abs,
-                        f0=problem.f0, idiom=problem.idiom)
+                        f0=problem.f0, idiom=problem.idiom, eps_measured=problem.eps_measured)
         dirs = split_direction(rng, problem.tensors)
         if problem.strict is not None:
             # first where no sound idiom can move f (sharp), then anywhere (with the idiom's allowance)

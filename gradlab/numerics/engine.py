@@ -90,6 +90,9 @@ class Tensor:
     name: str                 # "x" for the input, else the dotted parameter name
     array: np.ndarray         # the live array (the student's own, or its float64 twin's)
     analytical: np.ndarray    # the student's gradient (float64 copy), captured before any perturbation
+    rounding: np.ndarray = None   # its own error, measured per element (signed; tolerance.twin_rounding): the
+                                  # allowance is then float64's eps-based one plus this error along the direction
+                                  # (None: eps_analytical's eps-based allowance)
 
 
 @dataclass
@@ -173,18 +176,21 @@ class Engine:
     f0: f() at the unperturbed arrays, if the caller already has it (computed exactly as f() would);
     eps_numeric: the rounding unit of f's arithmetic (the dtype the numerics run in);
     eps_analytical: that of the analytical gradients (the student's dtype);
+    eps_measured: for tensors whose rounding was measured (Tensor.rounding), the unit of what the measurement
+    leaves out: the float64 copy's own rounding (default), or a sound idiom's floor the copy shares;
     f_abs: the size of the terms summed into f (e.g. sum |out * g|), for a floor on f's noise;
     idiom: dirs -> an extra allowance along dirs for what a sound numerical idiom in f may change (the
     gradient check passes gradlab.numerics.tolerance's; default none: the engine itself is exact maths).
     """
 
     def __init__(self, f, tensors, eps_numeric, eps_analytical, f_abs, step=None, element_step=None, f0=None,
-                 idiom=None):
+                 idiom=None, eps_measured=None):
         self._f = f
         self._idiom = idiom or (lambda dirs: 0.0)
         self.tensors = tensors
         self.eps_numeric = eps_numeric
         self.eps_analytical = eps_analytical
+        self.eps_measured = eps_measured or EPS["float64"]
         self.f_abs = float(f_abs)
         numerics = "float64" if eps_numeric <= EPS["float64"] else "float32"
         self.step = step or STEP[numerics]
@@ -231,6 +237,7 @@ class Engine:
         the test would miss an error of TARGET_RESOLUTION in one element."""
         h = step or self.step
         magnitude, rounding, count = 0.0, 0.0, 0
+        measured, measured_spread = 0.0, 0.0     # tensors whose rounding was measured (Tensor.rounding)
         half = self.eps_analytical >= EPS["float16"]
         # float16: rounding is relative to the module's largest gradient entry, not the tensor's own (a key
         # bias' gradient is 0 in theory and float16 noise of the key gradients in practice)
@@ -245,12 +252,19 @@ class Engine:
             # (every element's own rounding aligned with d, `part`) is 1e-2 of the whole gradient and would
             # let a 3x gradient pass: there the elements' own rounding adds up like a random walk too.
             # (and 1 eps of the largest entry, not 4: 4 x float16's eps of it is 13% of a typical entry)
+            count += int(np.count_nonzero(d))
+            if t.rounding is not None:
+                # measured: the analytical side's error along d is exactly <rounding, d>; eps_measured's on top
+                measured += float(np.vdot(t.rounding, d))
+                measured_spread += part + 4 * float(np.max(np.abs(t.analytical), initial=0.0)) * \
+                    float(np.sqrt(np.sum(d * d)))
+                continue
             own = float(np.sqrt(np.sum((t.analytical * d) ** 2))) if half else part
             cancel = 1 if half else 4
             largest = max(float(np.max(np.abs(t.analytical), initial=0.0)), module_max)
             rounding += own + cancel * largest * float(np.sqrt(np.sum(d * d)))
-            count += int(np.count_nonzero(d))
         self._rounding = ((HALF_ROUNDING if half else ANALYTICAL_ROUNDING) * self.eps_analytical * rounding
+                          + ANALYTICAL_ROUNDING * self.eps_measured * measured_spread + abs(measured)
                           + self._idiom(dirs))
         result = self._directional(dirs, h, magnitude, count)
         if adapt and result.resolution > TARGET_RESOLUTION and result.truncation > 4 * result.noise:
@@ -375,10 +389,13 @@ class Engine:
         scale = max(float(np.max(np.abs(t.analytical), initial=0.0)), float(np.max(np.abs(num), initial=0.0)))
         # rounding of f over the step, the analytical side's own rounding, and a
         # truncation allowance (h^2 relative: 1e-12 at float64's step, 1e-5 at float32's)
-        tolerance = (SAFETY * self.noise_f / self.element_step + ELEMENT_ROUNDING * self.eps_analytical * scale
+        eps_an = self.eps_analytical if t.rounding is None else self.eps_measured
+        tolerance = (SAFETY * self.noise_f / self.element_step + ELEMENT_ROUNDING * eps_an * scale
                      + SAFETY * self.element_step ** 2 * scale)
         err = np.abs(t.analytical - num)
         allowed = tolerance + (0.0 if allowance is None else np.asarray(allowance, dtype=np.float64))
+        if t.rounding is not None:
+            allowed = allowed + np.abs(t.rounding)      # measured per element (Tensor.rounding)
         excess = np.broadcast_to(err - allowed, err.shape)
         order = np.argsort(excess, axis=None)[::-1][:top]
         worst = [Element(tuple(int(j) for j in np.unravel_index(k, arr.shape)), float(t.analytical.flat[k]),

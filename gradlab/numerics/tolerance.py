@@ -29,7 +29,8 @@ The kinds of comparison:
   (sum + eps) sums to 1 - eps / sum: an eps up to IDIOM_EPS is allowed.
 - The gradient check's own numbers are measured, not fixed: the finite-difference
   noise of the student's forward (SAFETY x the measured noise), the analytical
-  side's rounding (ANALYTICAL_ROUNDING, ELEMENT_ROUNDING), and, for sound idioms,
+  side's rounding (ANALYTICAL_ROUNDING, ELEMENT_ROUNDING; for a float32 module with
+  a float64 copy, measured instead: twin_rounding), and, for sound idioms,
   their measured size carried as a random walk over the elements (idiom_allowance):
   an attention's softmax rows that sum to 1 - eps / sum show its eps (division_idiom);
   a loss's eps inside the log is bounded by eps / p[target] per row, and checked
@@ -96,6 +97,10 @@ TWIN_MATCH = 1e-3
 # ...and a float16 module's: its own rounding is ~1e-3 of its intermediates, which may dwarf the output
 TWIN_MATCH_FLOAT16 = 1e-1
 
+# The gradient check measures a float32 module's analytical rounding as the difference between its gradients
+# and its float64 copy's at the same weights, input and g (twin_rounding): trusted up to the same TWIN_MATCH of
+# the tensor's scale.
+
 # checks/backward.py, in eps of the module's coarsest dtype times the largest gradient entry:
 BACKWARD_REPEAT_ULPS = 100      # backward twice after one forward: BLAS may reorder sums
 BACKWARD_LINEAR_ULPS = 1e4      # backward(a g1 + b g2) against a backward(g1) + b backward(g2): three calls' rounding
@@ -145,6 +150,32 @@ def coarsest(*things):
 def tolerance(comparison, *things):
     """The Tol for a comparison, by the coarsest float dtype among `things` (dtypes or arrays)."""
     return TABLE[comparison][coarsest(*things)]
+
+
+def twin_rounding(analytical, twin_analytical, scale):
+    """The analytical side's rounding, measured, per element: the student's float32 gradient minus its float64
+    copy's gradient at the same weights, input and g (signed: along a direction d the analytical side is off by
+    exactly <difference, d>, which the gradient check allows). The copy runs the same code, so the difference is the
+    float32 arithmetic, however ill-conditioned the computation is (LayerNorm over 2 close features amplifies
+    it by 1 / sigma: 1e-4 of the gradient, not the few eps a formula assumes). The same code means the same
+    bugs: a wrong term is in both, and the copy's gradient against the float64 finite differences shows it.
+    Trusted when the copy's gradient is float64 (its own rounding is then float64's) and within TWIN_MATCH of
+    `scale`, the largest gradient entry of all the tensors compared: rounding is relative to the gradients
+    flowing through the backward pass, not to a tensor whose own gradient cancels to almost nothing (an LM's
+    positional table under a final LayerNorm over 2 features: 1e-4, known to 1.5% in float32). Beyond it the
+    two differ by more than rounding (state kept between calls, a dtype-dependent path): None, and the check
+    keeps its eps-based allowance."""
+    if getattr(twin_analytical, "dtype", None) != np.float64:
+        return None
+    a = np.asarray(analytical, dtype=np.float64)
+    b = np.asarray(twin_analytical, dtype=np.float64)
+    if a.shape != b.shape:
+        return None
+    with np.errstate(all="ignore"):
+        diff = a - b
+    if not np.all(np.isfinite(diff)) or float(np.max(np.abs(diff), initial=0.0)) > TWIN_MATCH * scale:
+        return None
+    return diff
 
 
 def idiom_row_bound(p_target):

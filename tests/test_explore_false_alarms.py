@@ -1,0 +1,99 @@
+"""False alarms `--explore` found on gradlab's own reference modules, fixed by measuring what float32
+does at the configuration instead of assuming a few eps (gradlab/numerics/tolerance.py):
+
+- gradient: LayerNorm over D = 2 features in float32 rounds its analytical gradient to ~1e-4 of its size
+  (1 / sigma amplifies the rounding of x - mean when the two features are close); the check now measures
+  the analytical side's rounding against the float64 copy's gradients (twin_rounding).
+- trajectory: Adam with beta2 = 0 divides m by |g|; float32's rounding of the resulting large steps is
+  measured by running the reference in float32 on the same numbers.
+- overfit: a reference run that itself diverges (float32 overflow) sets no bar: skipped, not failed.
+
+Each fix keeps its sharpness: a real bug at the same tiny configuration is still caught."""
+import numpy as np
+import pytest
+
+import gradlab
+from gradlab.checks import gradient as gradient_check
+from gradlab.contract.kinds import get_kind
+from gradlab.execution.loader import reference
+from gradlab.execution.plan import config_for, rng_for
+from gradlab.execution.subject import Subject
+from gradlab.numerics import tolerance as policy
+
+TINY_BLOCK = dict(batch_size=1, seq_len=1, num_heads=1, d_model=2, d_ff=1, eps=1e-6)
+TINY_LAYERNORM = dict(batch_size=1, seq_len=1, d_model=2, eps=1e-6)
+TINY_LM = dict(batch_size=1, seq_len=1, num_heads=1, d_model=2, d_ff=1, vocab_size=2, max_len=1, n_layers=1)
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+def gradient_record(kind, seed, impl=None, dtype="float32", **cfg):
+    return gradlab.check(kind, impl=impl, checks=["gradient"], seed=seed, dtype=dtype, **cfg)["gradient"]
+
+
+# ---- gradient: the analytical side's rounding, measured ------------------------------------------
+
+@pytest.mark.parametrize("kind, cfg, seeds", [
+    ("block", TINY_BLOCK, range(10)),         # seed 1: x and ln1.gamma failed, relative error 1e-4 at tolerance 3.2e-5
+    ("layernorm", TINY_LAYERNORM, range(10)),
+    ("lm", TINY_LM, range(1, 3)),             # a final LayerNorm over 2 features: pos_embedding's gradient cancels
+])
+def test_references_pass_gradient_in_float32_where_layernorm_over_two_features_rounds_worst(kind, cfg, seeds):
+    for seed in seeds:
+        record = gradient_record(kind, seed, **cfg)
+        assert record.status == "pass", (seed, record.message)
+
+
+def _setup(kind, seed, dtype="float32", **cfg):
+    subject = Subject(get_kind(kind), reference().get(kind), config_for(kind, seed, dtype=dtype, **cfg), "reference")
+    rng = rng_for(seed, "gradient")
+    setup = gradient_check.ModuleSetup(subject, rng)
+    return setup, setup.problem(rng)
+
+
+def test_the_cause_float32_rounds_the_tiny_blocks_input_gradient_far_beyond_a_few_eps():
+    # the float32 gradient against the float64 copy's, at the same weights: 1e-4 of its size, ~1000 eps
+    _, problem = _setup("block", 1, **TINY_BLOCK)
+    x = next(t for t in problem.tensors if t.name == "x")
+    assert x.rounding is not None
+    relative = float(np.abs(x.rounding).max() / np.abs(x.analytical).max())
+    assert 100 * EPS32 < relative < policy.TWIN_MATCH
+    # at the default sizes the same measurement is a few eps: the check gets sharper there, not looser
+    _, problem = _setup("block", 1)
+    for t in problem.tensors:
+        assert t.rounding is not None
+        assert float(np.abs(t.rounding).max()) <= 64 * EPS32 * float(np.abs(t.analytical).max()), t.name
+
+
+def test_a_float64_module_has_nothing_to_measure():
+    _, problem = _setup("block", 1, dtype="float64", **TINY_BLOCK)
+    assert all(t.rounding is None for t in problem.tensors)
+
+
+def test_twin_rounding_is_trusted_only_as_rounding():
+    a64 = np.array([1.0, -2.0, 0.5])
+    a32 = (a64 + np.array([1e-6, 0.0, -1e-6])).astype(np.float32)
+    r = policy.twin_rounding(a32, a64, 2.0)
+    assert np.allclose(r, a32.astype(np.float64) - a64)            # signed: the exact error along any direction
+    # more than TWIN_MATCH of the largest gradient: state kept between calls or a dtype-dependent path
+    assert policy.twin_rounding(a64 + 0.01, a64, 2.0) is None
+    # relative to the largest gradient of all tensors, not a tensor whose own gradient cancels to ~0
+    assert policy.twin_rounding(np.array([1.01e-4]), np.array([1e-4]), 1.0) is not None
+    # a float64 copy that returns float32 gradients rounds like float32 itself: nothing measured
+    assert policy.twin_rounding(a32, a64.astype(np.float32), 2.0) is None
+    assert policy.twin_rounding(a32, np.array([1.0, np.nan, 0.5]), 2.0) is None
+
+
+@pytest.mark.parametrize("kind", ["layernorm", "block"])
+def test_a_missing_layernorm_term_is_caught_at_the_same_tiny_size_in_float32(zoo, kind):
+    cfg = TINY_LAYERNORM if kind == "layernorm" else TINY_BLOCK
+    for seed in range(5):
+        record = gradient_record(kind, seed, impl=zoo("explorefix_bad_layernorm_missing_term.py"), **cfg)
+        assert record.status == "fail", (seed, record.message)
+        assert "input gradient 'x'" in record.message
+
+
+def test_a_gamma_gradient_off_by_a_tenth_of_a_percent_is_caught_at_the_same_tiny_size_in_float32(zoo):
+    for seed in range(5):
+        record = gradient_record("block", seed, impl=zoo("explorefix_bad_block_gamma_scaled.py"), **TINY_BLOCK)
+        assert record.status == "fail", (seed, record.message)
+        assert "'ln1.gamma'" in record.message
