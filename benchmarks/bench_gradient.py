@@ -82,8 +82,7 @@ def instrumented(kind, tensor=None, r=0.0, record=None):
             Counter.forwards += 1
             loss, grad = target(logits, targets, ignore_index=ignore_index)
             if tensor is not None:
-                index = typical_index(grad)
-                record["index"] = index
+                index = record.setdefault("index", typical_index(grad))   # the same element in every call
                 if index is not None:
                     grad[index] *= 1 + r
             return loss, grad
@@ -100,13 +99,15 @@ def instrumented(kind, tensor=None, r=0.0, record=None):
         def counted_backward(g):
             Counter.backwards += 1
             dx = backward(g)
+            # the element is chosen once, at the first backward of the check: the planted bug is in the code,
+            # so every instance (a float32 module's float64 copy too) has it at the same element
             if tensor == "x":
-                record["index"] = typical_index(dx)
+                record.setdefault("index", typical_index(dx))
                 dx[record["index"]] *= 1 + r
             elif tensor is not None:
                 slot = next(s for s in find_slots(module) if s.name == tensor)
                 grad = slot.grad()
-                record["index"] = typical_index(grad)
+                record.setdefault("index", typical_index(grad))
                 if record["index"] is not None:
                     grad[record["index"]] *= 1 + r
             return dx
