@@ -36,6 +36,9 @@ def gradient_record(kind, seed, impl=None, dtype="float32", **cfg):
     ("block", TINY_BLOCK, range(10)),         # seed 1: x and ln1.gamma failed, relative error 1e-4 at tolerance 3.2e-5
     ("layernorm", TINY_LAYERNORM, range(10)),
     ("lm", TINY_LM, range(1, 3)),             # a final LayerNorm over 2 features: pos_embedding's gradient cancels
+    # the other two configurations --explore 30 shrank to on the references before the fix (seeds 1 and 2)
+    ("block", dict(batch_size=1, seq_len=2, num_heads=1, d_model=2, d_ff=1), range(1, 2)),
+    ("lm", dict(batch_size=1, num_heads=1, d_model=2, d_ff=1, vocab_size=2, max_len=7), range(2, 3)),
 ])
 def test_references_pass_gradient_in_float32_where_layernorm_over_two_features_rounds_worst(kind, cfg, seeds):
     for seed in seeds:
@@ -97,3 +100,40 @@ def test_a_gamma_gradient_off_by_a_tenth_of_a_percent_is_caught_at_the_same_tiny
         record = gradient_record("block", seed, impl=zoo("explorefix_bad_block_gamma_scaled.py"), **TINY_BLOCK)
         assert record.status == "fail", (seed, record.message)
         assert "'ln1.gamma'" in record.message
+
+
+# ---- trajectory: the float32 rounding of this trajectory, measured on the reference ---------------
+
+@pytest.mark.parametrize("kind, cfg", [("adam", dict(beta2=0.0)), ("adam", dict(beta1=0.5, beta2=0.0)),
+                                       ("adamw", dict(beta2=0.0)), ("adam", {})])
+def test_reference_adams_pass_trajectory_in_float32_with_beta2_zero(kind, cfg):
+    for seed in (1, 2):
+        record = gradlab.check(kind, checks=["trajectory"], seed=seed, dtype="float32", **cfg)["trajectory"]
+        assert record.status == "pass", (seed, record.message)
+
+
+@pytest.mark.parametrize("name, kind, words", [
+    # with beta2 = 0, v's correction 1 - beta2**t is 1: "no bias correction" reproduces it just as well
+    ("red_fn_bad_adam_m_uncorrected.py", "adam", "divide m by (1 - beta1**t)"),
+    ("red_fn_bad_adamw_decay_after_update.py", "adamw", "decayed after"),
+])
+def test_optimizer_bugs_are_still_caught_in_float32_with_beta2_zero(zoo, name, kind, words):
+    for seed in (1, 2):
+        record = gradlab.check(kind, impl=zoo(name), checks=["trajectory"], seed=seed, dtype="float32",
+                               beta2=0.0)["trajectory"]
+        assert record.status == "fail", (seed, record.message)
+        assert words in record.message
+
+
+def test_the_trajectory_tolerance_in_float64_is_the_tables():
+    record = gradlab.check("adam", checks=["trajectory"], seed=1, beta2=0.0)["trajectory"]
+    assert record.status == "pass"
+    assert "tolerance 1e-10)" in record.message and "rounds to" not in record.message
+
+
+# ---- overfit: a diverging reference sets no bar -------------------------------------------------
+
+def test_overfit_is_skipped_when_the_reference_run_diverges_too():
+    record = gradlab.check("adam", checks=["overfit"], seed=2, dtype="float32", beta1=0.5, beta2=0.0)["overfit"]
+    assert record.status == "skip", record.message
+    assert "the reference run diverged on the tiny batch too" in record.message
