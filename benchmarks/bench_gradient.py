@@ -374,8 +374,9 @@ def markdown(cost, detection, alarms, torch_result, note):
             cells.append(f"{'caught' if c == s else f'caught {c}/{s}'}, {'named' if n == s else f'named {n}/{s}'}"
                          if c else ("missed" if s == 1 else f"missed {s}/{s}"))
         out.append(f"| {r['module']} | `{r['tensor']}` | {r['size']} | " + " | ".join(cells) + " |")
-    out += ["", "float32 modules are checked against float64 numerics of a float64 copy of the module; their own "
-            "rounding limits what can be seen to about 1e-3 relative in one element at these sizes (the check's "
+    out += ["", "float32 modules are checked against float64 numerics of a float64 copy of the module, and their "
+            "analytical rounding is measured against that copy's gradients; measured with the detection rows run "
+            "with dtype=float32 (one seed), 1e-3 is caught in 60 of 61 tensors and 1e-4 in 57 of 61 (the check's "
             "message states its resolution on every run)."]
     out += ["", "## False alarms on the reference modules", "",
             "| kind | float64 | float32 |", "|---|---|---|"]

@@ -23,7 +23,8 @@ The kinds of comparison:
   `causality` and `batch_independence`, the repeatability precondition): identical
   code gives identical bits; the tolerance only absorbs a BLAS that reorders sums.
 - TRAJECTORY: optimizer parameters after several steps, against the reference
-  optimizer run in float64 on the same numbers.
+  optimizer run in float64 on the same numbers; in float32, plus SAFETY x how far
+  the reference's own float32 run is from its float64 run (checks/trajectory.py).
 - SCHEDULE and CLIP: scalar formulas of Python floats.
 - PROBABILITY_SUM: how far a softmax row may sum from 1. A row normalised by
   (sum + eps) sums to 1 - eps / sum: an eps up to IDIOM_EPS is allowed.
