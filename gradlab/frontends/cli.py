@@ -42,12 +42,13 @@ def build_parser():
         prog="gradlab", description="Verify hand-written NumPy neural-network modules.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"gradlab {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{check,list,train}")
+    sub = parser.add_subparsers(dest="command", metavar="{check,list,train,grade,autograder}")
 
     c = sub.add_parser("check", help="run checks on one kind, or all the kinds a file registers",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    c.add_argument("kind", help="a kind such as attention, layernorm, adam (see `gradlab list`), or all")
-    c.add_argument("--impl", metavar="PATH_OR_MODULE",
+    c.add_argument("kind", help="a kind such as attention, layernorm, adam (see `gradlab list`), several "
+                                "separated by commas (attention,ffn), or all")
+    c.add_argument("--impl", metavar="PATH_OR_MODULE", action="append",
                    help="your .py file or importable module (default: gradlab's reference implementation)")
     c.add_argument("--checks", metavar="NAMES", help="comma-separated checks to run, e.g. gradient,causality")
     c.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
@@ -67,6 +68,8 @@ def build_parser():
     sub.add_parser("list", help="the kinds, and which checks apply to each")
     from gradlab.training.command import add_parser as add_train
     add_train(sub)
+    from gradlab.frontends import grade_cli
+    grade_cli.add_parsers(sub)
     return parser
 
 
@@ -82,6 +85,9 @@ def main(argv=None):
         if args.command == "train":
             from gradlab.training.command import run as cmd_train
             return cmd_train(args)
+        from gradlab.frontends import grade_cli
+        if args.command in grade_cli.COMMANDS:
+            return grade_cli.run(args)
         return cmd_check(args)
     except UsageError as e:
         print(f"gradlab: error: {e}", file=sys.stderr)
@@ -114,14 +120,16 @@ def parse_overrides(pairs, dtype):
 def cmd_check(args):
     from gradlab.execution.plan import Plan
     from gradlab.execution.runner import run, time_limit
+    args.impl = one_impl(args.impl)
     overrides = parse_overrides(args.overrides, args.dtype)
     # output paths are checked before the checks run, not with a traceback after them
     if args.json is not None:
         options.check_output_path("--json", args.json, "result.json")
     report_path = None
     if args.report is not None:
-        report_path = args.report if isinstance(args.report, str) else os.path.join("reports", f"{args.kind}.html")
-        options.check_output_path("--report", report_path, f"reports/{args.kind}.html", make_folders=True)
+        name = args.kind if "," not in args.kind else "all"
+        report_path = args.report if isinstance(args.report, str) else os.path.join("reports", f"{name}.html")
+        options.check_output_path("--report", report_path, f"reports/{name}.html", make_folders=True)
     if args.json is not None and report_path and os.path.abspath(args.json) == os.path.abspath(report_path):
         raise options.refuse(f"--json {args.json} --report {report_path}", "both write the same file",
                              "give them different names")
@@ -146,7 +154,7 @@ def cmd_check(args):
         printed = harness.printed_lines()
         harness.set_quiet(False)
     kind_results = outcome.results
-    result = outcome if args.kind == "all" else kind_results[0]
+    result = outcome if args.kind == "all" or len(kind_results) > 1 else kind_results[0]
     for r in kind_results:
         n = r.counts()
         print(f"{r.kind} ({r.impl}): {n['pass']} passed, {n['fail']} failed, {n['error']} errors, "
@@ -224,6 +232,18 @@ def _ranges(drawn):
         else:
             parts.append(f"{name} {'/'.join(map(str, values))}")
     return ", ".join(parts)
+
+
+def one_impl(impls):
+    """--impl given once (or not at all). Twice would silently check only the
+    last file; say how to check several instead."""
+    if not impls:
+        return None
+    if len(impls) > 1:
+        raise UsageError(f"--impl is given {len(impls)} times ({', '.join(impls)}); `gradlab check` checks one "
+                         "file: to grade several, put them in a folder and run `gradlab grade FOLDER --kinds ...`, "
+                         "or `pytest --gradlab-impl a.py --gradlab-impl b.py`")
+    return impls[0]
 
 
 class Progress:

@@ -1,0 +1,80 @@
+"""`gradlab grade` and `gradlab autograder`: the teacher's commands (added to the
+`gradlab` parser by cli.py; the work is in gradlab.grading)."""
+import os
+
+from gradlab.contract.errors import UsageError
+
+COMMANDS = ("grade", "autograder")
+
+GRADE_EXAMPLES = """\
+examples:
+  gradlab grade submissions/ --kinds attention,layernorm --out grades/
+  gradlab grade submissions/ --rubric rubric.toml --out grades/ --seed 7 --workers 4 --timeout 120
+  gradlab grade submissions/ --kinds attention --out grades/ --scheduler tcp://10.0.0.5:8786
+
+SUBMISSIONS holds one sub-folder or .py/.ipynb file per student. Running the same
+command again grades only what changed. Exit status: 0 the class was graded
+(whatever the students scored), 2 the command could not run.
+"""
+
+
+def add_parsers(sub):
+    import argparse
+    g = sub.add_parser("grade", help="grade a class: one folder or file per student -> scores, Gradescope results",
+                       epilog=GRADE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g.add_argument("submissions", metavar="SUBMISSIONS", help="folder with one sub-folder or .py/.ipynb per student")
+    g.add_argument("--kinds", metavar="K1,K2", help="the assignment's kinds (default: the rubric's)")
+    g.add_argument("--out", required=True, metavar="OUT", help="folder for the results (created)")
+    g.add_argument("--rubric", metavar="FILE", help="points and visibility per check (TOML; README, Rubric)")
+    g.add_argument("--seed", type=int, help="seed shared by every student (default: the one OUT was graded "
+                                            "with, else fresh; printed)")
+    g.add_argument("--workers", type=int, metavar="N", help="submissions graded at a time (default: cores)")
+    g.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="wall time for one whole submission (default 300)")
+    g.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a Dask scheduler (tcp://host:8786) to send the jobs to instead of local processes")
+
+    a = sub.add_parser("autograder", help="write the zip Gradescope takes (setup.sh, run_autograder)")
+    a.add_argument("--kinds", metavar="K1,K2", help="the assignment's kinds (default: the rubric's)")
+    a.add_argument("--rubric", metavar="FILE", help="points and visibility per check (TOML)")
+    a.add_argument("--out", required=True, metavar="ZIP", help="where to write the zip, e.g. autograder.zip")
+    a.add_argument("--seed", type=int, default=0, help="seed every submission is graded with (default 0)")
+    a.add_argument("--timeout", type=float, metavar="SECONDS", help="wall time for one submission")
+    a.add_argument("--requirement", metavar="PIP_SPEC",
+                   help="how Gradescope's image installs gradlab (default gradlab==VERSION; a URL or wheel works)")
+
+
+def run(args):
+    if args.command == "grade":
+        return cmd_grade(args)
+    return cmd_autograder(args)
+
+
+def cmd_grade(args):
+    from gradlab.grading.job import Limits
+    from gradlab.grading.run import grade_class
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers {args.workers}: give 1 or more")
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError(f"--timeout {args.timeout:g}: give a number of seconds > 0")
+    limits = Limits() if args.timeout is None else Limits(wall=args.timeout)
+    if not args.kinds and not args.rubric:
+        raise UsageError("give --kinds K1,K2 (or a --rubric that names the kinds)")
+    grade_class(args.submissions, args.out, kinds=args.kinds, rubric_path=args.rubric, seed=args.seed,
+                workers=args.workers, limits=limits, scheduler=args.scheduler)
+    return 0
+
+
+def cmd_autograder(args):
+    from gradlab.grading.autograder import build
+    if not args.kinds and not args.rubric:
+        raise UsageError("give --kinds K1,K2 (or a --rubric that names the kinds)")
+    if not args.out.endswith(".zip"):
+        raise UsageError(f"--out {args.out}: give a .zip path, e.g. --out autograder.zip")
+    if os.path.isdir(args.out):
+        raise UsageError(f"--out {args.out}: is a folder")
+    rubric = build(args.out, kinds=args.kinds, rubric_path=args.rubric, seed=args.seed, timeout=args.timeout,
+                   requirement=args.requirement)
+    print(f"wrote {args.out}: {', '.join(rubric.kinds)}, {rubric.max_score():g} points, seed {args.seed}; "
+          "upload it as the assignment's autograder")
+    return 0

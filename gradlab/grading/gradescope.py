@@ -1,0 +1,71 @@
+"""A StudentResult -> Gradescope's autograder results.json.
+
+One test per KIND::CHECK of the rubric, in the rubric's order: its score and
+max_score, status "passed" (full points) or "failed", the check's message and
+how to replay it as output, and the rubric's visibility. The top-level score
+is the sum of the tests'; gradlab's version, the seed and the resume key go in
+`extra_data`, which Gradescope stores without showing
+(https://gradescope-autograders.readthedocs.io/en/latest/specs/).
+"""
+import shlex
+
+from gradlab.grading.rubric import credit
+
+STATUS = {True: "passed", False: "failed"}
+
+
+def results_json(student_result, rubric, seed, version, key=None):
+    tests = []
+    for kind, rules in rubric.kinds.items():
+        kind_result = student_result["kinds"][kind]
+        records = {r["name"]: r for r in kind_result["checks"]}
+        impl = kind_result.get("impl", "")
+        for check, rule in rules.items():
+            record = records.get(check) or {"name": check, "status": "error",
+                                            "message": f"{kind}: {check} was not run (no record)"}
+            score = credit(rule, record)
+            tests.append({
+                "name": f"{kind}::{check}",
+                "score": score,
+                "max_score": rule.points,
+                "status": STATUS[score >= rule.points],
+                "output": _output(record, kind, check, impl, seed),
+                "visibility": rule.visibility,
+                "tags": [kind, record["status"]],
+            })
+    total = round(sum(t["score"] for t in tests), 4)
+    maximum = round(sum(t["max_score"] for t in tests), 4)
+    lines = [f"gradlab {version}, seed {seed}: {total:g} / {maximum:g} points"]
+    for kind in rubric.kinds:
+        got = sum(t["score"] for t in tests if t["tags"][0] == kind)
+        of = sum(t["max_score"] for t in tests if t["tags"][0] == kind)
+        lines.append(f"  {kind}: {got:g} / {of:g}")
+    lines += [f"note: {n}" for n in student_result.get("notes", [])]
+    extra = {"gradlab_version": version, "seed": seed, "student": student_result["student"],
+             "digest": student_result["digest"], "rubric": rubric.digest()}
+    if key:
+        extra["key"] = key
+    return {
+        "score": total,
+        "execution_time": round(student_result.get("seconds", 0.0), 3),
+        "output": "\n".join(lines),
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "extra_data": extra,
+        "tests": tests,
+    }
+
+
+def _output(record, kind, check, impl, seed):
+    text = record.get("message") or record["status"]
+    if record["status"] == "skip" and not text.startswith("not run"):
+        text = f"skipped, so no points: {text}"
+    file = impl.split("/", 1)[1] if "/" in impl else ""
+    if record["status"] in ("fail", "error") and file.endswith(".py"):
+        text += "\nreplay: " + shlex.join(["gradlab", "check", kind, "--impl", file, "--checks", check,
+                                          "--seed", str(seed)])
+    return text
+
+
+def max_by_kind(rubric):
+    return {kind: sum(r.points for r in rules.values()) for kind, rules in rubric.kinds.items()}

@@ -1,0 +1,213 @@
+"""One student's grading: `grade_submission(entry, kinds, rubric, seed, limits)`.
+
+It writes the entry's files into a scratch folder (notebooks become the .py
+source of the cells that define things), learns which file registers which
+kind, and calls the public `gradlab.check(kind, impl=FILE, ...)` once per kind
+with the rubric's checks. Every kind of the assignment comes back with a
+result: a kind nobody registered, or that a file which failed to import would
+have registered, gets each of its checks as an error with the reason. A file
+that fails to import costs only the kinds it would have registered.
+
+This function runs the student's code in the process that calls it; the
+grader runs it in a process of its own (gradlab.grading.isolate), which is
+what keeps one student's endless loop or os._exit from costing anyone else.
+`skip` and `on_event` let that wrapper resume after such a death.
+"""
+import os
+import random
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import gradlab
+from gradlab.contract.errors import UsageError
+from gradlab.contract.records import ERROR, CheckRecord, KindResult
+from gradlab.execution import harness, loader
+
+DEFAULT_WALL = 300.0     # seconds for one whole submission
+
+
+@dataclass(frozen=True)
+class Limits:
+    wall: float = DEFAULT_WALL                  # whole submission (the grader kills the job past it)
+    call: float = harness.DEFAULT_TIMEOUT       # one call into the student's code
+    memory_mb: int = 4096                       # address space of the job
+    output_mb: int = 16                         # what the student's code may print or write
+
+    def per_call(self):
+        return min(self.call, self.wall)
+
+
+@dataclass
+class StudentResult:
+    student: str
+    digest: str
+    files: list = field(default_factory=list)
+    kinds: dict = field(default_factory=dict)    # kind -> KindResult dict (every kind of the assignment)
+    notes: list = field(default_factory=list)    # notebook cells skipped, duplicate registrations, crashes
+    seconds: float = 0.0
+
+    def to_dict(self):
+        return {"student": self.student, "digest": self.digest, "files": self.files, "kinds": self.kinds,
+                "notes": self.notes, "seconds": round(self.seconds, 3)}
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(d["student"], d["digest"], d.get("files", []), d["kinds"], d.get("notes", []),
+                   d.get("seconds", 0.0))
+
+
+REGISTER_LITERAL = re.compile(r"""register\(\s*["'](\w+)["']""")
+
+
+def grade_submission(entry, kinds, rubric, seed, limits=Limits(), *, skip=None, on_event=None, workdir=None):
+    """Grade one Entry; returns a StudentResult with a KindResult dict for every
+    kind in `kinds`. `skip`: {file: reason} not to import again, {kind: KindResult
+    dict} already known (a resumed job). `on_event(dict)` is told what starts and
+    ends, so whoever runs this in a process can tell where it died."""
+    start = time.perf_counter()
+    emit = on_event or (lambda event: None)
+    skip = skip or {}
+    own = workdir is None
+    root = tempfile.mkdtemp(prefix="gradlab-grade-") if own else workdir
+    try:
+        folder = os.path.join(root, entry.student)
+        files, named, notes, broken = _materialise(entry, folder)
+        broken.update(skip.get("files", {}))
+        result = StudentResult(entry.student, entry.digest(), sorted(entry.files), notes=notes)
+        if not entry.files:
+            broken["(submission)"] = "the submission holds no .py or .ipynb file"
+        found = _discover(files, broken, emit, result.notes)
+        for kind in kinds:
+            if kind in skip.get("kinds", {}):
+                result.kinds[kind] = skip["kinds"][kind]
+                continue
+            emit({"event": "kind", "kind": kind})
+            kind_result = _grade_kind(kind, found, broken, named, rubric, seed, limits, result.student, emit)
+            result.kinds[kind] = _relative(kind_result.to_dict(), root)
+            emit({"event": "kind_done", "kind": kind, "result": result.kinds[kind]})
+        result.notes = [_relative(n, root) for n in result.notes]
+        result.seconds = time.perf_counter() - start
+        return result
+    finally:
+        if own:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _materialise(entry, folder):
+    """Write the entry's files; notebooks become <stem>_ipynb.py. Returns
+    ({path on disk: name shown}, {name: kinds its source registers by a literal},
+    notes, {name shown: reason it cannot be imported})."""
+    from gradlab.grading.notebook import to_source
+    files, named, notes, broken = {}, {}, [], {}
+    for name, raw in sorted(entry.files.items()):
+        path = os.path.join(folder, *name.split("/"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if name.endswith(".ipynb"):
+            try:
+                source, skipped = to_source(raw, name)
+            except ValueError as e:
+                broken[name] = str(e)
+                continue
+            notes.extend(skipped)
+            path = path[:-len(".ipynb")] + "_ipynb.py"
+            raw = source.encode()
+        named[name] = set(REGISTER_LITERAL.findall(raw.decode("utf-8", "replace")))
+        with open(path, "wb") as fh:
+            fh.write(raw)
+        files[path] = name
+    return files, named, notes, broken
+
+
+def _discover(files, broken, emit, notes):
+    """{kind: (path, name)} for the kinds the files register; import failures go to `broken`."""
+    found = {}
+    for path, name in files.items():
+        if name in broken:
+            continue
+        emit({"event": "import", "file": name})
+        try:
+            loaded = loader.load(path)
+        except UsageError as e:
+            message = str(e)
+            if "registers nothing" in message:   # a helper module: fine
+                continue
+            broken[name] = message.replace(path, name)
+            continue
+        for kind, registration in loaded.registrations.items():
+            owner = _owner(registration, files) or path
+            if kind in found and found[kind][0] != owner:
+                notes.append(f"{kind} is registered by both {found[kind][1]} and {files.get(owner, name)}; "
+                             f"graded: {found[kind][1]}")
+                continue
+            found[kind] = (owner, files.get(owner, name))
+        emit({"event": "imported", "file": name})
+    return found
+
+
+def _owner(registration, files):
+    """The entry's file that defines the registered callable (a file that imports
+    a sibling sees the sibling's registrations too)."""
+    code = getattr(registration.target, "__code__", None) or getattr(
+        getattr(registration.target, "__init__", None), "__code__", None)
+    path = os.path.abspath(code.co_filename) if code else None
+    return path if path in files else None
+
+
+def _grade_kind(kind, found, broken, named, rubric, seed, limits, student, emit):
+    checks = rubric.checks(kind)
+    if kind not in found:
+        return failed_kind(kind, student, seed, checks, _missing_reason(kind, found, broken, named))
+    path, name = found[kind]
+    _reseed(seed)
+    try:
+        kind_result = gradlab.check(kind, impl=path, checks=checks, seed=seed, timeout=limits.per_call(),
+                                    on_record=lambda r, record: emit({"event": "record", "kind": kind,
+                                                                      "record": record.to_dict()}))
+    except UsageError as e:
+        return failed_kind(kind, student, seed, checks, f"{kind}: {e}".replace(path, name))
+    kind_result.impl = f"{student}/{name}"
+    return kind_result
+
+
+def _missing_reason(kind, found, broken, named):
+    suspects = [n for n in broken if kind in named.get(n, ())]
+    if suspects:
+        return f"{kind}: not graded: {broken[suspects[0]]}"
+    registered = ", ".join(sorted(found)) or "nothing"
+    reason = (f"{kind}: not registered by any file of the submission (it registers {registered}); "
+              f"add @gradlab.register({kind!r}) above its build(cfg) factory")
+    if broken:
+        reason += f"; note: {next(iter(broken.values()))}"
+    return reason
+
+
+def failed_kind(kind, student, seed, checks, reason):
+    """A KindResult whose every check is an error with `reason` (the kind is in
+    every student's results, graded or not)."""
+    result = KindResult(kind, student, seed, {})
+    result.checks = [CheckRecord(c, ERROR, reason) for c in checks]
+    return result
+
+
+def _reseed(seed):
+    """Student code that draws from the global generators sees the same numbers
+    whatever ran before it in this process: same seed, same scores."""
+    np.random.seed(seed % 2**32)
+    random.seed(seed)
+
+
+def _relative(value, root):
+    """Scratch paths -> paths within the submission, in every string of a result."""
+    prefix = root.rstrip("/") + "/"
+    if isinstance(value, str):
+        return value.replace(prefix, "")
+    if isinstance(value, dict):
+        return {k: _relative(v, root) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_relative(v, root) for v in value]
+    return value

@@ -1,0 +1,193 @@
+"""What `gradlab grade` writes, each file atomically (written aside, then renamed):
+
+    OUT/<student>/results.json   Gradescope's format (gradlab.grading.gradescope)
+    OUT/<student>/report.html    the HTML report of that student's checks
+    OUT/<student>/gradlab.json   the full records, read back when a run resumes
+    OUT/grades.csv               a row per student: score, max_score, a column per kind
+    OUT/class.json               the same, with every test's score, the seed, the rubric
+    OUT/summary.html             score histogram, pass rate per check, most frequent diagnoses
+
+A student's files are complete once results.json is there (it is written
+last, and carries the resume key): a run killed half-way loses nothing.
+"""
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+from collections import defaultdict
+
+from gradlab.grading.gradescope import max_by_kind, results_json
+
+RESULTS, REPORT, RECORDS = "results.json", "report.html", "gradlab.json"
+
+
+def atomic_write(path, text):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def resume_key(entry, rubric, seed, version, limits):
+    """What a student's grade depends on: the submission, the rubric, the seed,
+    gradlab's version and the limits it ran under."""
+    parts = [entry.digest(), rubric.digest(), str(seed), version, repr(limits)]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:20]
+
+
+def already_graded(out, student, key):
+    """(results, student result) from a previous run with the same key, else None."""
+    folder = os.path.join(out, student)
+    try:
+        with open(os.path.join(folder, RESULTS)) as fh:
+            results = json.load(fh)
+        if results.get("extra_data", {}).get("key") != key:
+            return None
+        with open(os.path.join(folder, RECORDS)) as fh:
+            return results, json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def write_student(out, student_result, rubric, seed, version, key, report_html=None):
+    folder = os.path.join(out, student_result["student"])
+    results = results_json(student_result, rubric, seed, version, key)
+    if report_html is None:
+        report_html = render_student_report(student_result, rubric)
+    atomic_write(os.path.join(folder, REPORT), report_html)
+    atomic_write(os.path.join(folder, RECORDS), json.dumps(student_result))
+    atomic_write(os.path.join(folder, RESULTS), json.dumps(results, indent=1))   # last: it marks "done"
+    return results
+
+
+def render_student_report(student_result, rubric):
+    from gradlab.frontends.report import render
+    kinds = [student_result["kinds"][k] for k in rubric.kinds]
+    return render(kinds, title=f"gradlab report: {student_result['student']}")
+
+
+def write_class(out, graded, rubric, seed, version):
+    """grades.csv and class.json from {student: results} (students in name order)."""
+    kinds = list(rubric.kinds)
+    maxima = max_by_kind(rubric)
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(["student", "score", "max_score"] + kinds)
+    students = {}
+    for student in sorted(graded):
+        results = graded[student]
+        per_kind = _per_kind(results, kinds)
+        writer.writerow([student, _num(results["score"]), _num(sum(maxima.values()))]
+                        + [_num(per_kind[k]) for k in kinds])
+        students[student] = {"score": results["score"], "max_score": sum(maxima.values()),
+                             "kinds": per_kind, "tests": {t["name"]: t["score"] for t in results["tests"]},
+                             "execution_time": results.get("execution_time")}
+    atomic_write(os.path.join(out, "grades.csv"), buf.getvalue())
+    atomic_write(os.path.join(out, "class.json"), json.dumps(
+        {"gradlab_version": version, "seed": seed, "kinds": kinds, "max_score": sum(maxima.values()),
+         "rubric": rubric.to_dict(), "students": students}, indent=1))
+
+
+def _per_kind(results, kinds):
+    got = {k: 0.0 for k in kinds}
+    for t in results["tests"]:
+        kind = t["name"].split("::", 1)[0]
+        if kind in got:
+            got[kind] += t["score"]
+    return {k: round(v, 4) for k, v in got.items()}
+
+
+def _num(value):
+    return f"{value:g}"
+
+
+def read_seed(out):
+    """The seed an earlier run of this OUT folder used (so the same command resumes)."""
+    try:
+        with open(os.path.join(out, "class.json")) as fh:
+            return int(json.load(fh)["seed"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+# ---- summary.html ------------------------------------------------------------
+
+def diagnosis_key(message):
+    """A message's first line with its numbers and file positions blurred, so the
+    same bug in two submissions reads the same."""
+    line = (message or "").splitlines()[0] if message else ""
+    line = re.sub(r"[\w./-]+\.(py|ipynb):\d+", "FILE:LINE", line)
+    line = re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", line)
+    return line[:240]
+
+
+def summary_context(graded, records, rubric, seed, version):
+    maxima = sum(max_by_kind(rubric).values())
+    scores = sorted(r["score"] for r in graded.values())
+    bins = 10
+    counts = [0] * bins
+    for s in scores:
+        counts[min(bins - 1, int(bins * s / maxima)) if maxima else 0] += 1
+    top = max(counts) if counts else 1
+    histogram = [{"label": f"{i * maxima / bins:g}-{(i + 1) * maxima / bins:g}", "count": c,
+                  "height": round(100 * c / top) if top else 0} for i, c in enumerate(counts)]
+    names = [t["name"] for t in next(iter(graded.values()))["tests"]] if graded else []
+    rates = []
+    for name in names:
+        passed = sum(1 for r in graded.values() for t in r["tests"] if t["name"] == name and t["status"] == "passed")
+        rates.append({"name": name, "passed": passed, "rate": round(100 * passed / len(graded))})
+    shared = defaultdict(list)
+    for student, result in sorted(records.items()):
+        for kind in rubric.kinds:
+            for r in result["kinds"][kind]["checks"]:
+                if r["status"] in ("fail", "error") and r["name"] in rubric.kinds[kind]:
+                    shared[(f"{kind}::{r['name']}", diagnosis_key(r["message"]))].append(student)
+    diagnoses = sorted(({"test": t, "text": text, "count": len(s), "students": s} for (t, text), s in shared.items()),
+                       key=lambda d: (-d["count"], d["test"], d["text"]))[:25]
+    mean = sum(scores) / len(scores) if scores else 0.0
+    return {"version": version, "seed": seed, "n": len(graded), "max_score": maxima, "histogram": histogram,
+            "rates": rates, "diagnoses": diagnoses, "mean": mean,
+            "full": sum(1 for s in scores if s >= maxima - 1e-9)}
+
+
+SUMMARY = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="generator" content="gradlab {{ version }}">
+<title>gradlab class summary</title>
+<style>
+ body { font: 15px/1.5 -apple-system, "Segoe UI", Arial, sans-serif; color: #1f2328; margin: 0; }
+ main { max-width: 1100px; margin: 0 auto; padding: 24px 28px 60px; }
+ h2 { font-size: 19px; margin: 32px 0 10px; border-bottom: 1px solid #d0d7de; }
+ table { border-collapse: collapse; } td, th { padding: 3px 10px; border-bottom: 1px solid #eaeef2; text-align: left; }
+ .hist { display: flex; align-items: flex-end; gap: 6px; height: 160px; margin: 10px 0 4px; }
+ .bar { width: 60px; background: #0969da; color: #fff; text-align: center; font-size: 12px; min-height: 1px; }
+ .labels { display: flex; gap: 6px; font-size: 11px; color: #57606a; } .labels span { width: 60px; text-align: center; }
+ .rate { display: inline-block; height: 10px; background: #1a7f37; vertical-align: middle; }
+ code { font: 13px ui-monospace, Menlo, Consolas, monospace; }
+</style></head><body><main>
+<h1>Class summary</h1>
+<p>{{ n }} students graded by gradlab {{ version }} with seed {{ seed }}; mean {{ "%.4g" % mean }} of
+{{ "%g" % max_score }} points; {{ full }} with full marks.</p>
+<h2>Scores</h2>
+<div class="hist">{% for b in histogram %}<div class="bar" style="height: {{ b.height }}%"
+ title="{{ b.count }} students">{{ b.count if b.count }}</div>{% endfor %}</div>
+<div class="labels">{% for b in histogram %}<span>{{ b.label }}</span>{% endfor %}</div>
+<h2>Pass rate per check</h2>
+<table><tr><th>test</th><th>passed</th><th></th></tr>
+{% for r in rates %}<tr><td><code>{{ r.name }}</code></td><td>{{ r.passed }} / {{ n }} ({{ r.rate }}%)</td>
+<td><span class="rate" style="width: {{ r.rate }}px"></span></td></tr>{% endfor %}</table>
+<h2>Most frequent diagnoses</h2>
+{% if not diagnoses %}<p>No check failed.</p>{% endif %}
+<table>{% for d in diagnoses %}<tr><td>{{ d.count }}</td><td><code>{{ d.test }}</code><br>{{ d.text }}<br>
+<small>{{ d.students | join(", ") }}</small></td></tr>{% endfor %}</table>
+</main></body></html>
+"""
+
+
+def write_summary(out, graded, records, rubric, seed, version):
+    from jinja2 import Environment
+    html = Environment(autoescape=True).from_string(SUMMARY).render(
+        **summary_context(graded, records, rubric, seed, version))
+    atomic_write(os.path.join(out, "summary.html"), html)

@@ -1,0 +1,154 @@
+"""`gradlab grade`: a class folder -> per-student results, graded N at a time.
+
+Each student is one job (gradlab.grading.isolate.run_isolated: the student's
+code in processes of its own, killed at the time limit), run by a local pool of
+N threads that each wait on one job's process, or sent to a Dask distributed
+cluster (`--scheduler ADDRESS`). A student's outputs are written as soon as
+that student is graded; the class files after every student. The same command
+again grades only the students whose submission, rubric, seed, gradlab version
+or limits changed.
+"""
+import concurrent.futures
+import os
+import shutil
+import sys
+import time
+
+from gradlab import __version__
+from gradlab.contract.errors import UsageError
+from gradlab.grading import outputs, rubric as rubric_mod
+from gradlab.grading.isolate import run_isolated
+from gradlab.grading.job import Limits
+from gradlab.grading.submissions import discover
+
+
+def grade_class(submissions, out, kinds=None, rubric_path=None, seed=None, workers=None, limits=Limits(),
+                scheduler=None, stream=None):
+    """Grade every entry of `submissions` into `out`; returns {student: results.json dict}."""
+    stream = stream or sys.stdout
+    kinds = rubric_mod.parse_kinds(kinds) if kinds else None
+    rubric = rubric_mod.load(rubric_path, kinds)
+    entries = discover(submissions)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UsageError(f"--out {out}: exists and is not a folder")
+    if seed is None:
+        seed = outputs.read_seed(out)
+    if seed is None:
+        from gradlab.execution.runner import new_seed
+        seed = new_seed()
+    os.makedirs(out, exist_ok=True)
+    kinds = list(rubric.kinds)
+    graded, records, todo = {}, {}, []
+    for entry in entries:
+        key = outputs.resume_key(entry, rubric, seed, __version__, limits)
+        done = outputs.already_graded(out, entry.student, key)
+        if done:
+            graded[entry.student], records[entry.student] = done
+        else:
+            todo.append((entry, key))
+    print(f"grading {len(todo)} of {len(entries)} submissions ({len(entries) - len(todo)} already graded) for "
+          f"{', '.join(kinds)} ({rubric.max_score():g} points), seed {seed}, gradlab {__version__}", file=stream)
+    progress = Progress(stream, len(todo))
+
+    def finished(entry, key, student_result):
+        report = student_result.pop("report_html", None)
+        results = outputs.write_student(out, student_result, rubric, seed, __version__, key, report)
+        graded[entry.student], records[entry.student] = results, student_result
+        outputs.write_class(out, graded, rubric, seed, __version__)
+        progress.update(entry.student, results, rubric.max_score())
+
+    if todo:
+        if scheduler:
+            _on_dask(scheduler, todo, kinds, rubric, seed, limits, finished)
+        else:
+            _locally(workers or os.cpu_count() or 1, todo, kinds, rubric, seed, limits, finished)
+    progress.close()
+    outputs.write_class(out, graded, rubric, seed, __version__)
+    outputs.write_summary(out, graded, records, rubric, seed, __version__)
+    print_table(stream, graded, rubric)
+    print(f"wrote {out}/grades.csv, {out}/summary.html, {out}/class.json and a folder per student", file=stream)
+    return graded
+
+
+def _locally(workers, todo, kinds, rubric, seed, limits, finished):
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(run_isolated, entry, kinds, rubric, seed, limits): (entry, key)
+                   for entry, key in todo}
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                entry, key = futures[future]
+                finished(entry, key, future.result())
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+
+
+def _on_dask(address, todo, kinds, rubric, seed, limits, finished):
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise UsageError("--scheduler needs Dask: pip install 'gradlab[cluster]'") from None
+    client = address if not isinstance(address, str) else None
+    own = client is None
+    if own:
+        try:
+            client = Client(address, timeout=10)
+        except OSError as e:
+            raise UsageError(f"--scheduler {address}: cannot connect ({e})") from None
+    try:
+        futures = {}
+        for entry, key in todo:   # pure=False: a job is run, never taken from a cache
+            future = client.submit(run_isolated, entry, kinds, rubric, seed, limits, pure=False,
+                                   key=f"gradlab-grade-{entry.student}-{key}")
+            futures[future] = (entry, key)
+        for future in as_completed(futures):
+            entry, key = futures[future]
+            finished(entry, key, future.result())
+    finally:
+        if own:
+            client.close()
+
+
+class Progress:
+    """One line rewritten in place on a terminal: students done, failures, ETA."""
+
+    def __init__(self, stream, total):
+        self.stream, self.total = stream, total
+        self.enabled = bool(getattr(stream, "isatty", lambda: False)()) and total > 0
+        self.start = time.monotonic()
+        self.done = self.below = 0
+
+    def update(self, student, results, maximum):
+        self.done += 1
+        self.below += results["score"] < maximum - 1e-9
+        if not self.enabled:
+            return
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / self.done * (self.total - self.done)
+        width = shutil.get_terminal_size((80, 20)).columns
+        line = (f"[{self.done}/{self.total} graded, {self.below} below full marks, {elapsed:.0f} s, "
+                f"ETA {eta:.0f} s] {student}: {results['score']:g}/{maximum:g}")
+        self.stream.write("\r\x1b[K" + line[:max(width - 1, 10)])
+        self.stream.flush()
+
+    def close(self):
+        if self.enabled:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def print_table(stream, graded, rubric):
+    kinds = list(rubric.kinds)
+    maxima = outputs.max_by_kind(rubric)
+    names = sorted(graded)
+    width = max([len("student")] + [len(n) for n in names])
+    cols = [max(len(k), 7) for k in kinds]
+    print(f"{'student':<{width}}  {'score':>9}  " + "  ".join(f"{k:>{c}}" for k, c in zip(kinds, cols)),
+          file=stream)
+    for name in names:
+        r = graded[name]
+        per = outputs._per_kind(r, kinds)
+        total = f"{r['score']:g}/{sum(maxima.values()):g}"
+        print(f"{name:<{width}}  {total:>9}  " + "  ".join(f"{per[k]:>{c}g}" for k, c in zip(kinds, cols)),
+              file=stream)
