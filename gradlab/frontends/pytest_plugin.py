@@ -158,7 +158,13 @@ class GradlabImpl(pytest.Collector):
         try:
             found = testing.cases(self.impl, self.kinds or None)
         except UsageError as e:
-            raise self.CollectError(f"gradlab: {e}") from None
+            if not self.prefix:   # the only file: nothing else could run, a collection error says it best
+                raise self.CollectError(f"gradlab: {e}") from None
+            # one of several files (a class): a failing item, so the others still run and the
+            # aggregated report lists this student too
+            nodeid = f"{self.prefix}load"
+            yield GradlabLoadError.from_parent(self, name=nodeid, nodeid=nodeid, impl=self.impl, message=str(e))
+            return
         for case in found:
             nodeid = f"{self.prefix}{case.kind}::{case.check}"
             yield GradlabItem.from_parent(self, name=nodeid, nodeid=nodeid, case=case)
@@ -183,6 +189,33 @@ class GradlabItem(pytest.Item):
             pytest.skip(record.message)
         if not record.ok:
             raise CheckFailed(testing.failure_text(self.case, record, seed))
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, CheckFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, self.nodeid
+
+
+class GradlabLoadError(pytest.Item):
+    """A --gradlab-impl among several that cannot be loaded (syntax error, import
+    error, no registration): fails with gradlab's one line, and leaves a record
+    so the report lists that file too."""
+
+    def __init__(self, *, impl, message, **kwargs):
+        super().__init__(**kwargs)
+        self.impl, self.message = impl, message
+        self.add_marker("gradlab")
+
+    def runtest(self):
+        from gradlab.contract.records import ERROR, CheckRecord
+        record = CheckRecord("load", ERROR, self.message)
+        testing.set_last_record({"impl": os.fspath(self.impl), "kind": "(load)", "seed": testing.session_seed(),
+                                 "config": {}, "record": record.to_dict()})
+        where = os.fspath(self.impl)
+        raise CheckFailed(self.message if os.path.basename(where) in self.message else f"{where}: {self.message}")
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, CheckFailed):

@@ -138,6 +138,12 @@ def run_case(case, seed=None):
     return record, seed
 
 
+def set_last_record(record):
+    """For the pytest plugin's own items (a file that cannot be loaded)."""
+    global _last_record
+    _last_record = jsonable(record)
+
+
 def pop_last_record():
     global _last_record
     record, _last_record = _last_record, None

@@ -188,6 +188,8 @@ def _progress(events, kinds, rubric, seed, student, outcome, skip, notes, limits
     for e in events:
         if e["event"] == "kind_done":
             skip["kinds"][e["kind"]] = e["result"]
+        if e["event"] == "discovered":
+            skip["missing"] = e["missing"]   # kinds no file registers: known without running anything
     started = [e for e in events if e["event"] in ("import", "imported", "kind", "kind_done")]
     if not started:
         return False
@@ -227,6 +229,9 @@ def _give_up(entry, kinds, rubric, seed, skip, notes, outcome, limits):
     for kind in kinds:
         if kind in skip["kinds"]:
             result.kinds[kind] = skip["kinds"][kind]
+        elif kind in skip.get("missing", {}):
+            result.kinds[kind] = failed_kind(kind, entry.student, seed, rubric.checks(kind),
+                                             skip["missing"][kind]).to_dict()
         else:
             result.kinds[kind] = failed_kind(kind, entry.student, seed, rubric.checks(kind),
                                              f"{kind}: not graded: {why}").to_dict()

@@ -82,6 +82,8 @@ def grade_submission(entry, kinds, rubric, seed, limits=Limits(), *, skip=None, 
         if not entry.files:
             broken["(submission)"] = "the submission holds no .py or .ipynb file"
         found = _discover(files, broken, emit, result.notes)
+        emit({"event": "discovered", "missing": {k: _missing_reason(k, found, broken, named)
+                                                 for k in kinds if k not in found}})
         for kind in kinds:
             if kind in skip.get("kinds", {}):
                 result.kinds[kind] = skip["kinds"][kind]

@@ -116,9 +116,11 @@ def read_seed(out):
 # ---- summary.html ------------------------------------------------------------
 
 def diagnosis_key(message):
-    """A message's first line with its numbers and file positions blurred, so the
-    same bug in two submissions reads the same."""
+    """A message's first clause with its numbers, file positions and
+    parentheses blurred, so the same bug in two submissions reads the same."""
     line = (message or "").splitlines()[0] if message else ""
+    line = line.split("; ")[0]                       # the finding, not the advice after it
+    line = re.sub(r"\([^()]*\)", "(...)", line)      # what differs per student: indices, the kinds registered
     line = re.sub(r"[\w./-]+\.(py|ipynb):\d+", "FILE:LINE", line)
     line = re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", line)
     return line[:240]

@@ -1,0 +1,274 @@
+"""`gradlab grade` on a class of our own, built from the zoo in a tmp folder:
+correct, buggy, missing-kind, syntax-error, notebook and hostile students
+(an endless loop that swallows the timeout, os._exit in backward and at import).
+Each student's scores, the Gradescope format, resume, the Dask path, the
+autograder zip and the rubric's one-line errors."""
+import csv
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from gradlab.contract.errors import UsageError
+from gradlab.frontends.cli import main
+from gradlab.grading import rubric as rubric_mod
+from gradlab.grading.job import Limits
+from gradlab.grading.run import grade_class
+
+ZOO = pathlib.Path(__file__).parent / "zoo"
+EXAMPLES = pathlib.Path(__file__).parent.parent / "examples"
+KINDS = "layernorm,attention"
+SEED = 5
+TIMEOUT = 6.0
+
+MODULES = (EXAMPLES / "student_modules.py").read_text()      # a correct layernorm (and ffn, linear, ...)
+ATTENTION = (ZOO / "grad_ok_attention.py").read_text()        # a correct attention
+BAD_LAYERNORM = (ZOO / "grad_bad_layernorm_no_gamma.py").read_text()
+HANG = ATTENTION + '''
+import time
+
+
+def _forward(self, x):          # an endless loop that swallows every exception, the timeout's too
+    while True:
+        try:
+            time.sleep(0.2)
+        except BaseException:
+            pass
+
+
+StudentAttention.forward = _forward
+'''
+EXIT_IN_BACKWARD = MODULES + "\nimport os\nLayerNorm.backward = lambda self, g: os._exit(0)\n"
+
+
+def notebook(source):
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# LayerNorm by hand"),
+                nbformat.v4.new_code_cell("%matplotlib inline\n!pip install numpy\nimport numpy as np"),
+                nbformat.v4.new_code_cell(source),
+                nbformat.v4.new_code_cell("losses = []\nfor epoch in range(10**9):\n    losses.append(epoch)"),
+                nbformat.v4.new_code_cell("%%time\nwhile True: pass"),
+                nbformat.v4.new_code_cell("x = ((\n"),
+                nbformat.v4.new_code_cell("import urllib.request\n"
+                                          "data = urllib.request.urlopen('http://example.invalid')\nD = 64")]
+    return nbformat.writes(nb)
+
+
+CLASS = {
+    "ada": {"modules.py": MODULES, "attention.py": ATTENTION},           # everything right
+    "bob.py": BAD_LAYERNORM,                                              # a bug, and no attention at all
+    "carol": {"attention.py": ATTENTION,                                  # one of two files does not parse
+              "layernorm.py": 'import gradlab\n@gradlab.register("layernorm")\ndef build(cfg):\n    return 1 +\n'},
+    "dave": {"a_exit.py": "import os\nos._exit(3)\n", "ln.py": MODULES},  # a file that ends the process at import
+    "erin.ipynb": notebook(MODULES),                                      # a notebook with a training loop
+    "frank": {"modules.py": MODULES, "attention.py": HANG},              # an endless loop
+    "gina": {"modules.py": EXIT_IN_BACKWARD, "attention.py": ATTENTION},  # os._exit in backward
+}
+
+LAYERNORM_POINTS, ATTENTION_POINTS = 10, 12   # one point per applicable check (the default rubric)
+
+
+def make_class(root, students=None):
+    root.mkdir(parents=True, exist_ok=True)
+    for name, content in CLASS.items():
+        if students and name.split(".")[0] not in students:
+            continue
+        if isinstance(content, dict):
+            for file, text in content.items():
+                (root / name).mkdir(exist_ok=True)
+                (root / name / file).write_text(text)
+        else:
+            (root / name).write_text(content)
+    return root
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("grade")
+    subs, out = make_class(root / "class"), root / "out"
+    results = grade_class(str(subs), str(out), kinds=KINDS, seed=SEED, workers=4, limits=Limits(wall=TIMEOUT),
+                          stream=open(os.devnull, "w"))
+    return subs, out, results
+
+
+def per_kind(results):
+    got = {}
+    for t in results["tests"]:
+        kind = t["name"].split("::")[0]
+        got[kind] = got.get(kind, 0) + t["score"]
+    return got
+
+
+def failing(results, kind):
+    return {t["name"].split("::")[1]: t["output"] for t in results["tests"]
+            if t["name"].startswith(kind + "::") and t["status"] == "failed"}
+
+
+def test_every_student_has_every_kind_and_the_right_scores(graded):
+    _, out, results = graded
+    assert sorted(results) == ["ada", "bob", "carol", "dave", "erin", "frank", "gina"]
+    scores = {s: per_kind(r) for s, r in results.items()}
+    for s, r in results.items():
+        assert {t["name"].split("::")[0] for t in r["tests"]} == {"layernorm", "attention"}, s
+        assert r["score"] == pytest.approx(sum(scores[s].values()))
+    assert scores["ada"] == {"layernorm": LAYERNORM_POINTS, "attention": ATTENTION_POINTS}
+    # bob: the input gradient forgets gamma (gradient fails, the rest passes); attention never registered
+    assert scores["bob"] == {"layernorm": LAYERNORM_POINTS - 1, "attention": 0}
+    assert set(failing(results["bob"], "layernorm")) == {"gradient"}
+    assert all("not registered by any file" in o and "@gradlab.register('attention')" in o
+               for o in failing(results["bob"], "attention").values())
+    # carol: the broken file costs only the kind it registers
+    assert scores["carol"] == {"layernorm": 0, "attention": ATTENTION_POINTS}
+    assert all("layernorm.py:4: syntax error" in o for o in failing(results["carol"], "layernorm").values())
+    # dave: the file that exits at import costs nothing else
+    assert scores["dave"] == {"layernorm": LAYERNORM_POINTS, "attention": 0}
+    assert "a_exit.py: the process running it exited with status 3" in results["dave"]["output"]
+    # erin's notebook: definitions graded, the training loop, the download and the magics skipped
+    assert scores["erin"] == {"layernorm": LAYERNORM_POINTS, "attention": 0}
+    assert "erin.ipynb: cell 3 line 2: skipped `for epoch in range(10**9):`" in results["erin"]["output"]
+    assert "cell 4: skipped (cell magic %%time)" in results["erin"]["output"]
+    assert "cell 5 line 1: skipped (not valid Python" in results["erin"]["output"]
+    assert "skipped `data = urllib.request.urlopen(" in results["erin"]["output"]
+    # frank: the endless loop costs him attention (and the time limit), not his layernorm
+    assert scores["frank"] == {"layernorm": LAYERNORM_POINTS, "attention": 0}
+    assert f"ran past its time limit of {TIMEOUT:g} s" in failing(results["frank"], "attention")["smoke"]
+    assert results["frank"]["execution_time"] < TIMEOUT + 5
+    # gina: os._exit in layernorm's backward ends that kind; a fresh process grades attention
+    assert scores["gina"] == {"layernorm": 0, "attention": ATTENTION_POINTS}
+    assert "exited with status 0" in failing(results["gina"], "layernorm")["smoke"]
+
+
+SCHEMA = {
+    "type": "object",
+    "required": ["score", "tests"],
+    "properties": {
+        "score": {"type": "number"}, "execution_time": {"type": "number"}, "output": {"type": "string"},
+        "visibility": {"enum": list(rubric_mod.VISIBILITIES)},
+        "stdout_visibility": {"enum": list(rubric_mod.VISIBILITIES)},
+        "extra_data": {"type": "object"},
+        "tests": {"type": "array", "items": {
+            "type": "object", "required": ["name", "score", "max_score", "status", "output", "visibility"],
+            "properties": {"name": {"type": "string", "pattern": "^[a-z_]+::[a-z_]+$"},
+                           "score": {"type": "number", "minimum": 0}, "max_score": {"type": "number"},
+                           "status": {"enum": ["passed", "failed"]}, "output": {"type": "string"},
+                           "visibility": {"enum": list(rubric_mod.VISIBILITIES)},
+                           "tags": {"type": "array", "items": {"type": "string"}}},
+            "additionalProperties": False}},
+    },
+    "additionalProperties": False,   # only keys Gradescope's specification names
+}
+
+
+def test_results_json_follows_gradescopes_format(graded):
+    import jsonschema
+    _, out, results = graded
+    for student in results:
+        data = json.loads((out / student / "results.json").read_text())
+        jsonschema.validate(data, SCHEMA)
+        assert data["score"] == pytest.approx(sum(t["score"] for t in data["tests"]))
+        assert all(t["score"] <= t["max_score"] for t in data["tests"])
+        assert all((t["status"] == "passed") == (t["score"] == t["max_score"]) for t in data["tests"])
+        assert data["extra_data"]["seed"] == SEED and data["extra_data"]["gradlab_version"]
+        assert f"seed {SEED}" in data["output"]
+        assert (out / student / "report.html").read_text().count("gradlab report: " + student) >= 1
+
+
+def test_class_files(graded):
+    _, out, results = graded
+    rows = list(csv.DictReader((out / "grades.csv").open()))
+    assert [r["student"] for r in rows] == sorted(results)
+    for r in rows:
+        assert float(r["score"]) == pytest.approx(results[r["student"]]["score"])
+        assert float(r["max_score"]) == LAYERNORM_POINTS + ATTENTION_POINTS
+        assert float(r["layernorm"]) + float(r["attention"]) == pytest.approx(float(r["score"]))
+    data = json.loads((out / "class.json").read_text())
+    assert data["seed"] == SEED and set(data["students"]) == set(results)
+    summary = (out / "summary.html").read_text()
+    assert "layernorm::gradient" in summary and "Most frequent diagnoses" in summary
+    assert "not registered by any file" in summary and "bob, carol, dave, erin" not in summary
+    assert "bob, dave, erin" in summary   # the students who share "attention not registered"
+
+
+def test_resume_grades_only_what_changed(graded, tmp_path):
+    subs, out, results = graded
+    (out / "bob" / "results.json").unlink()   # as if the grader had been killed while grading bob
+    log = tmp_path / "log.txt"
+    with open(log, "w") as stream:
+        again = grade_class(str(subs), str(out), kinds=KINDS, workers=2, limits=Limits(wall=TIMEOUT), stream=stream)
+    assert "grading 1 of 7 submissions (6 already graded)" in log.read_text()   # the seed came from class.json
+    assert again["bob"]["score"] == results["bob"]["score"]
+    assert {s: r["score"] for s, r in again.items()} == {s: r["score"] for s, r in results.items()}
+
+
+def test_the_cli_exit_codes_and_a_wrong_rubric_in_one_line(tmp_path, capsys):
+    subs = make_class(tmp_path / "class", ["ada"])
+    bad = tmp_path / "rubric.toml"
+    for text, words in [
+        ("[attention]\npoints = 10\n[atention]\n", "unknown key 'atention' (did you mean 'attention'?)"),
+        ("[attention.checks]\ngradiant = 3\n", "attention.checks.gradiant: not a check of attention"),
+        ("[attention.checks.gradient]\npoints = 3\nvisibility = 'secret'\n", "not a Gradescope visibility"),
+        ("[attention.checks.gradient]\npoints = 3\npartial = true\n", "partial credit is for checks"),
+        ("[attention]\npoints = 2\n[attention.checks]\ngradient = 3\n", "attention.points is 2 but"),
+        ("[attention\n", "not valid TOML"),
+    ]:
+        bad.write_text(text)
+        code = main(["grade", str(subs), "--rubric", str(bad), "--out", str(tmp_path / "o")])
+        err = capsys.readouterr().err
+        assert code == 2 and words in err and len(err.strip().splitlines()) == 1, (text, err)
+    assert main(["grade", str(tmp_path / "nope"), "--kinds", "attention", "--out", str(tmp_path / "o")]) == 2
+    assert main(["grade", str(subs), "--kinds", "atention", "--out", str(tmp_path / "o")]) == 2
+    assert main(["grade", str(subs), "--out", str(tmp_path / "o")]) == 2
+    capsys.readouterr()
+
+
+def test_rubric_points_visibility_and_partial_credit(tmp_path):
+    path = tmp_path / "rubric.toml"
+    path.write_text('visibility = "after_due_date"\n[lm]\npoints = 20\n[lm.checks]\ngradient = 5\nfinite = 0\n'
+                    '[lm.checks.overfit]\npoints = 3\npartial = true\nvisibility = "hidden"\n')
+    r = rubric_mod.load(str(path))
+    rules = r.kinds["lm"]
+    assert "finite" not in rules and rules["gradient"].points == 5 and rules["overfit"].partial
+    assert r.max_score() == pytest.approx(20)
+    assert rules["overfit"].visibility == "hidden" and rules["smoke"].visibility == "after_due_date"
+    overfit = {"name": "overfit", "status": "fail",
+               "metrics": {"reference_final_loss": 1.0, "reference_drop": 2.0, "limit": 2.0, "lowest_loss": 2.5}}
+    assert rubric_mod.credit(rules["overfit"], overfit) == pytest.approx(1.5)   # half way to the bar
+    assert rubric_mod.credit(rules["gradient"], {"name": "gradient", "status": "fail"}) == 0
+    assert rubric_mod.credit(rules["gradient"], {"name": "gradient", "status": "skip"}) == 0
+
+
+def test_dask_scheduler_gives_the_same_scores(graded, tmp_path):
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed (the [cluster] extra)")
+    _, _, results = graded
+    subs = make_class(tmp_path / "class", ["ada", "bob"])
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster:
+        got = grade_class(str(subs), str(tmp_path / "out"), kinds=KINDS, seed=SEED, limits=Limits(wall=TIMEOUT),
+                          scheduler=cluster.scheduler_address, stream=open(os.devnull, "w"))
+    for student in ("ada", "bob"):   # same seed, same scores: other workers, another order, another machine
+        assert [(t["name"], t["score"]) for t in got[student]["tests"]] == \
+            [(t["name"], t["score"]) for t in results[student]["tests"]]
+
+
+def test_autograder_zip_grades_a_fake_root(graded, tmp_path):
+    _, _, results = graded
+    zip_path = tmp_path / "autograder.zip"
+    assert main(["autograder", "--kinds", KINDS, "--seed", str(SEED), "--out", str(zip_path)]) == 0
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(zip_path) as zf:
+        assert {"setup.sh", "run_autograder", "requirements.txt"} <= set(zf.namelist())
+        zf.extractall(root / "source")
+    (root / "submission").mkdir()
+    (root / "submission" / "modules.py").write_text(BAD_LAYERNORM)   # bob's submission
+    script = root / "source" / "run_autograder"
+    env = {**os.environ, "GRADLAB_AUTOGRADER_ROOT": str(root), "GRADLAB_PYTHON": sys.executable}
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    data = json.loads((root / "results" / "results.json").read_text())
+    assert data["score"] == results["bob"]["score"]
+    assert [t["name"] for t in data["tests"]] == [t["name"] for t in results["bob"]["tests"]]
