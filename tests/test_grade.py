@@ -272,3 +272,16 @@ def test_autograder_zip_grades_a_fake_root(graded, tmp_path):
     data = json.loads((root / "results" / "results.json").read_text())
     assert data["score"] == results["bob"]["score"]
     assert [t["name"] for t in data["tests"]] == [t["name"] for t in results["bob"]["tests"]]
+
+
+def test_the_readme_rubric_is_a_valid_rubric(tmp_path):
+    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
+    block = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "rubric.toml").write_text(block)
+    r = rubric_mod.load(str(tmp_path / "rubric.toml"))
+    assert list(r.kinds) == ["attention", "lm"]
+    assert sum(rule.points for rule in r.kinds["attention"].values()) == pytest.approx(10)
+    assert r.kinds["attention"]["gradient"].points == 4 and "finite" not in r.kinds["attention"]
+    assert r.kinds["attention"]["causality"].visibility == "visible"
+    assert r.kinds["attention"]["smoke"].visibility == "after_due_date"
+    assert r.kinds["lm"]["overfit"].partial and r.kinds["lm"]["overfit"].points == 3
