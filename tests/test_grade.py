@@ -285,3 +285,41 @@ def test_the_readme_rubric_is_a_valid_rubric(tmp_path):
     assert r.kinds["attention"]["causality"].visibility == "visible"
     assert r.kinds["attention"]["smoke"].visibility == "after_due_date"
     assert r.kinds["lm"]["overfit"].partial and r.kinds["lm"]["overfit"].points == 3
+
+
+def test_notebook_rule_keeps_definitions_and_skips_the_rest():
+    from gradlab.grading.notebook import to_source
+    source, notes = to_source(notebook(
+        "import numpy as np\nimport gradlab\nD = 64\nrng = np.random.default_rng(0)\n"
+        "model = Model(D)\nplt.plot([1, 2])\n"
+        "@gradlab.register('layernorm')\ndef build(cfg):\n    return None\n"
+        "try:\n    import torch\nexcept ImportError:\n    torch = None\n").encode(), "nb.ipynb")
+    compile(source, "nb.py", "exec")
+    for kept in ("import numpy as np", "D = 64", "rng = np.random.default_rng(0)", "@gradlab.register('layernorm')",
+                 "def build(cfg):", "import torch"):
+        assert kept in source, kept
+    for gone in ("model = Model(D)", "plt.plot", "pip install", "%matplotlib", "for epoch", "urlopen"):
+        assert gone not in source, gone
+    assert any("cell 2 line 5: skipped `model = Model(D)`" in n for n in notes)
+    assert any("cell 2 line 6: skipped `plt.plot([1, 2])`" in n for n in notes)
+    with pytest.raises(ValueError, match="not a readable notebook"):
+        to_source(b'{"cells": [', "broken.ipynb")
+
+
+def test_progress_line_on_a_terminal():
+    import io
+    from gradlab.grading.run import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Tty()
+    progress = Progress(stream, 3)
+    progress.update("ada", {"score": 22.0}, 22.0)
+    progress.update("bob", {"score": 9.0}, 22.0)
+    assert "[2/3 graded, 1 below full marks" in stream.getvalue() and "ETA" in stream.getvalue()
+    assert "bob: 9/22" in stream.getvalue()
+    silent = io.StringIO()
+    Progress(silent, 3).update("ada", {"score": 1.0}, 2.0)
+    assert silent.getvalue() == ""    # a file or a pipe gets no progress line
