@@ -85,8 +85,9 @@ def main():
                           "--out", str(tmp / "out"), "--seed", "0", "--workers", str(args.workers)], env)
         if done.returncode != 0:
             sys.exit(f"gradlab grade failed: {done.stderr}")
-        wrong = []
+        wrong, cpu = [], 0.0
         for student, bug in truth.items():
+            cpu += json.loads((tmp / "out" / student / "gradlab.json").read_text())["cpu_seconds"]
             results = json.loads((tmp / "out" / student / "results.json").read_text())
             failed = {t["name"].split("::")[0] for t in results["tests"] if t["status"] == "failed"}
             if failed != ({bug} if bug else set()):
@@ -121,6 +122,8 @@ def main():
     print("|---|---:|---:|---:|")
     print(f"| `gradlab grade` (a forked job per student, {args.workers} at a time, reports included) | "
           f"{args.students} | {wall:.1f} s | {wall / args.students:.3f} s |")
+    print(f"| CPU time of the jobs (forked child: the student's imports, checks and report), summed | "
+          f"{args.students} | {cpu:.1f} s CPU | {cpu / args.students:.3f} s CPU |")
     print(f"| the same command again (every student resumed, nothing graded) | {args.students} | {again:.1f} s | "
           f"{again / args.students:.3f} s |")
     print(f"| one `gradlab check KIND --impl FILE` process per (student, kind), {args.workers} at a time | "

@@ -35,6 +35,29 @@ from gradlab.grading.job import Limits, StudentResult, failed_kind, grade_submis
 
 PRELOAD = ["gradlab.grading.preload"]
 _context = None
+_live = set()          # children running now (pids), so Ctrl-C can end them at once
+_stopping = False
+
+
+class Stopped(Exception):
+    """The grader is being stopped (Ctrl-C): no new child is started."""
+
+
+def start():
+    """Allow jobs again (a new grading run in this process)."""
+    global _stopping
+    _stopping = False
+
+
+def stop_all():
+    """End every running job (each whole process group) and start no more."""
+    global _stopping
+    _stopping = True
+    for pid in list(_live):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def context():
@@ -84,17 +107,25 @@ def run_isolated(entry, kinds, rubric, seed, limits=Limits()):
 
 
 def _run_child(entry, kinds, rubric, seed, limits, skip, events_path, workdir, deadline):
+    if _stopping:
+        raise Stopped()
     ctx = context()
     proc = ctx.Process(target=_child, args=(entry, kinds, rubric, seed, limits, skip, events_path, workdir),
                        daemon=True)
     proc.start()
-    proc.join(max(0.0, deadline - time.monotonic()))
-    if proc.exitcode is None:
-        _kill_group(proc)
-        proc.join()
-        return "timeout"
-    _kill_group(proc)   # whatever the student started in the child's session
-    return proc.exitcode
+    _live.add(proc.pid)
+    try:
+        proc.join(max(0.0, deadline - time.monotonic()))
+        if _stopping:
+            raise Stopped()
+        if proc.exitcode is None:
+            _kill_group(proc)
+            proc.join()
+            return "timeout"
+        _kill_group(proc)   # whatever the student started in the child's session
+        return proc.exitcode
+    finally:
+        _live.discard(proc.pid)
 
 
 def _kill_group(proc):
@@ -133,6 +164,9 @@ def _child(entry, kinds, rubric, seed, limits, skip, events_path, workdir):
                                   workdir=os.path.join(workdir, "files")).to_dict()
         from gradlab.grading.outputs import render_student_report
         html = render_student_report(result, rubric)   # here, so N reports render on N cores
+        result["cpu_seconds"] = sum(getattr(resource.getrusage(who), f)
+                                    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+                                    for f in ("ru_utime", "ru_stime"))
         emit({"event": "end", "result": result, "report_html": html})
     except BaseException as e:   # a bug of ours: the parent reports it as the job's crash
         emit({"event": "crash", "error": f"{type(e).__name__}: {e}"})

@@ -49,16 +49,17 @@ class StudentResult:
     files: list = field(default_factory=list)
     kinds: dict = field(default_factory=dict)    # kind -> KindResult dict (every kind of the assignment)
     notes: list = field(default_factory=list)    # notebook cells skipped, duplicate registrations, crashes
-    seconds: float = 0.0
+    seconds: float = 0.0                          # wall time, all processes included
+    cpu_seconds: float = 0.0                      # CPU time of the process that graded it (when isolated)
 
     def to_dict(self):
         return {"student": self.student, "digest": self.digest, "files": self.files, "kinds": self.kinds,
-                "notes": self.notes, "seconds": round(self.seconds, 3)}
+                "notes": self.notes, "seconds": round(self.seconds, 3), "cpu_seconds": round(self.cpu_seconds, 3)}
 
     @classmethod
     def from_dict(cls, d):
         return cls(d["student"], d["digest"], d.get("files", []), d["kinds"], d.get("notes", []),
-                   d.get("seconds", 0.0))
+                   d.get("seconds", 0.0), d.get("cpu_seconds", 0.0))
 
 
 REGISTER_LITERAL = re.compile(r"""register\(\s*["'](\w+)["']""")

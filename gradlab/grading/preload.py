@@ -14,6 +14,7 @@ try:
     import nbformat  # noqa: F401
 except ImportError:   # notebooks then fail with the import error, in the job
     pass
+import scipy.special  # noqa: F401,E402  (a diagnosis of the ffn's reference check)
 try:
     import gradlab.frontends.report  # noqa: F401  (jinja2; the report is rendered in the job)
     import gradlab.frontends.report.figures  # noqa: F401

@@ -17,7 +17,7 @@ import time
 from gradlab import __version__
 from gradlab.contract.errors import UsageError
 from gradlab.grading import outputs, rubric as rubric_mod
-from gradlab.grading.isolate import run_isolated
+from gradlab.grading.isolate import run_isolated, start, stop_all
 from gradlab.grading.job import Limits
 from gradlab.grading.submissions import discover
 
@@ -58,6 +58,7 @@ def grade_class(submissions, out, kinds=None, rubric_path=None, seed=None, worke
         progress.update(entry.student, results, rubric.max_score())
 
     if todo:
+        start()
         if scheduler:
             _on_dask(scheduler, todo, kinds, rubric, seed, limits, finished)
         else:
@@ -78,9 +79,10 @@ def _locally(workers, todo, kinds, rubric, seed, limits, finished):
             for future in concurrent.futures.as_completed(futures):
                 entry, key = futures[future]
                 finished(entry, key, future.result())
-        except BaseException:
+        except BaseException:   # Ctrl-C, or a bug of ours: end the running jobs now, not at their time limit
             for f in futures:
                 f.cancel()
+            stop_all()
             raise
 
 
