@@ -49,7 +49,7 @@ def results_json(student_result, rubric, seed, version, key=None):
         "score": total,
         "execution_time": round(student_result.get("seconds", 0.0), 3),
         "output": "\n".join(lines),
-        "visibility": "visible",
+        "visibility": rubric.visibility,
         "stdout_visibility": "hidden",
         "extra_data": extra,
         "tests": tests,

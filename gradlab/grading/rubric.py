@@ -62,6 +62,7 @@ class Rule:
 class Rubric:
     kinds: dict = field(default_factory=dict)    # kind -> {check name: Rule}, checks in run order
     source: str = "default"                       # the file it came from, for messages
+    visibility: str = DEFAULT_VISIBILITY          # the top-level default (results.json's own visibility)
 
     def checks(self, kind):
         """The check names to run for `kind`, in run order."""
@@ -74,7 +75,7 @@ class Rubric:
         return {kind: {name: asdict(rule) for name, rule in rules.items()} for kind, rules in self.kinds.items()}
 
     def digest(self):
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+        return hashlib.sha256(json.dumps([self.to_dict(), self.visibility], sort_keys=True).encode()).hexdigest()[:16]
 
 
 def parse_kinds(text):
@@ -118,7 +119,7 @@ def load(path=None, kinds=None):
         if extra:
             raise UsageError(f"{where}: [{extra[0]}] is not among --kinds ({', '.join(kinds)}); "
                              "add it to --kinds or drop it from the rubric")
-    rubric = Rubric(source=where)
+    rubric = Rubric(source=where, visibility=default_vis)
     for kind in kinds:
         rubric.kinds[kind] = _kind_rules(kind, data.get(kind, {}), default_vis, where)
     if rubric.max_score() <= 0:
