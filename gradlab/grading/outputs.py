@@ -159,14 +159,23 @@ def summary_context(graded, records, rubric, seed, version):
     for name in names:
         passed = sum(1 for r in graded.values() for t in r["tests"] if t["name"] == name and t["status"] == "passed")
         rates.append({"name": name, "passed": passed, "rate": round(100 * passed / len(graded))})
-    shared = defaultdict(list)
+    # one diagnosis = one (kind, blurred message): the students who share it, and the checks it failed
+    students, checks = defaultdict(set), defaultdict(set)
     for student, result in sorted(records.items()):
         for kind in rubric.kinds:
             for r in result["kinds"][kind]["checks"]:
                 if r["status"] in ("fail", "error") and r["name"] in rubric.kinds[kind]:
-                    shared[(f"{kind}::{r['name']}", diagnosis_key(r["message"]))].append(student)
-    diagnoses = sorted(({"test": t, "text": text, "count": len(s), "students": s} for (t, text), s in shared.items()),
-                       key=lambda d: (-d["count"], d["test"], d["text"]))[:25]
+                    key = (kind, diagnosis_key(r["message"]))
+                    students[key].add(student)
+                    checks[key].add(r["name"])
+    diagnoses = []
+    for (kind, text), who in students.items():
+        names = [c for c in rubric.kinds[kind] if c in checks[(kind, text)]]
+        test = (f"{kind} (all {len(names)} checks)" if len(names) == len(rubric.kinds[kind]) and len(names) > 1
+                else ", ".join(f"{kind}::{c}" for c in names))
+        diagnoses.append({"test": test, "text": text, "count": len(who), "students": sorted(who)})
+    diagnoses.sort(key=lambda d: (-d["count"], d["test"], d["text"]))
+    diagnoses = diagnoses[:25]
     mean = sum(scores) / len(scores) if scores else 0.0
     return {"version": version, "seed": seed, "n": len(graded), "max_score": maxima, "histogram": histogram,
             "rates": rates, "diagnoses": diagnoses, "mean": mean,
