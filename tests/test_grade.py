@@ -89,11 +89,20 @@ def make_class(root, students=None):
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    root = tmp_path_factory.mktemp("grade")
-    subs, out = make_class(root / "class"), root / "out"
-    results = grade_class(str(subs), str(out), kinds=KINDS, seed=SEED, workers=4, limits=Limits(wall=TIMEOUT),
-                          stream=open(os.devnull, "w"))
-    return subs, out, results
+    """The class, graded once per session: under xdist the first worker grades it
+    and the others, waiting on a lock, resume it (nothing left to grade)."""
+    import fcntl
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "gradlab-grade-class"
+    root.mkdir(exist_ok=True)
+    with open(root / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subs = root / "class"
+        if not subs.exists():
+            make_class(subs)
+        results = grade_class(str(subs), str(root / "out"), kinds=KINDS, seed=SEED, workers=4,
+                              limits=Limits(wall=TIMEOUT), stream=open(os.devnull, "w"))
+    return subs, root / "out", results
 
 
 def per_kind(results):
@@ -195,7 +204,10 @@ def test_class_files(graded):
 
 
 def test_resume_grades_only_what_changed(graded, tmp_path):
-    subs, out, results = graded
+    import shutil
+    subs, shared, results = graded
+    out = tmp_path / "out"
+    shutil.copytree(shared, out)               # the shared folder stays as other tests read it
     (out / "bob" / "results.json").unlink()   # as if the grader had been killed while grading bob
     log = tmp_path / "log.txt"
     with open(log, "w") as stream:
