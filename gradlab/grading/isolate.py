@@ -28,7 +28,9 @@ import resource
 import shutil
 import signal
 import tempfile
+import threading
 import time
+from multiprocessing import spawn
 
 from gradlab.contract.records import ERROR, SKIP, CheckRecord, KindResult
 from gradlab.grading.job import Limits, StudentResult, failed_kind, grade_submission
@@ -69,8 +71,26 @@ def context():
             os.environ.setdefault(var, "1")
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(PRELOAD)
+        if spawn.get_preparation_data is not _preparation_data:
+            _preparation_data.original = spawn.get_preparation_data
+            spawn.get_preparation_data = _preparation_data
         _context = ctx
     return _context
+
+
+_starting = threading.local()
+
+
+def _preparation_data(name):
+    """multiprocessing re-runs the parent's main script in every child it starts
+    (a teacher's script calling grade_class, `python - < x.py`, a Dask worker's
+    entry point). A job needs nothing from it: its target is importable. So for
+    the jobs started here (this thread, inside start_job), leave it out."""
+    data = _preparation_data.original(name)
+    if getattr(_starting, "job", False):
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+    return data
 
 
 def run_isolated(entry, kinds, rubric, seed, limits=Limits()):
@@ -92,6 +112,11 @@ def run_isolated(entry, kinds, rubric, seed, limits=Limits()):
                 result.notes = notes + result.notes
                 report = final[0].get("report_html")
                 break
+            if not events and outcome != "timeout":   # it died before any student code could run: ours
+                from gradlab.contract.errors import UsageError
+                raise UsageError(f"a grading job could not start ({_why(outcome, limits).replace('the process running it ', '')}"
+                                 "; its error is above); nothing was graded for "
+                                 f"{entry.student}")
             progress = _progress(events, kinds, rubric, seed, entry.student, outcome, skip, notes, limits)
             if outcome == "timeout" or not progress:
                 result = _give_up(entry, kinds, rubric, seed, skip, notes, outcome, limits)
@@ -112,7 +137,11 @@ def _run_child(entry, kinds, rubric, seed, limits, skip, events_path, workdir, d
     ctx = context()
     proc = ctx.Process(target=_child, args=(entry, kinds, rubric, seed, limits, skip, events_path, workdir),
                        daemon=True)
-    proc.start()
+    _starting.job = True
+    try:
+        proc.start()
+    finally:
+        _starting.job = False
     _live.add(proc.pid)
     try:
         proc.join(max(0.0, deadline - time.monotonic()))
@@ -148,6 +177,7 @@ def _child(entry, kinds, rubric, seed, limits, skip, events_path, workdir):
     except (ValueError, OSError):
         pass
     events = open(events_path, "a", buffering=1)
+    events.write('{"event": "start"}\n')
     out = os.open(os.path.join(workdir, "output.txt"), os.O_WRONLY | os.O_CREAT, 0o600)
     os.dup2(out, 1)
     os.dup2(out, 2)
