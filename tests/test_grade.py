@@ -335,3 +335,16 @@ def test_progress_line_on_a_terminal():
     silent = io.StringIO()
     Progress(silent, 3).update("ada", {"score": 1.0}, 2.0)
     assert silent.getvalue() == ""    # a file or a pipe gets no progress line
+
+
+def test_grading_from_a_teachers_script_without_a_main_guard(tmp_path):
+    """multiprocessing re-runs the parent's main script in each child it starts;
+    a script that grades at its top level would then grade again in every job."""
+    subs = make_class(tmp_path / "class", ["bob"])
+    script = tmp_path / "grade_my_class.py"
+    script.write_text("import sys\nfrom gradlab.grading.run import grade_class\n"
+                      f"r = grade_class({str(subs)!r}, {str(tmp_path / 'out')!r}, kinds='layernorm', seed=1)\n"
+                      "print('SCORE', r['bob']['score'])\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("SCORE") == 1 and "SCORE 9.0" in done.stdout
