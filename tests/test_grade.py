@@ -13,7 +13,6 @@ import zipfile
 
 import pytest
 
-from gradlab.contract.errors import UsageError
 from gradlab.frontends.cli import main
 from gradlab.grading import rubric as rubric_mod
 from gradlab.grading.job import Limits

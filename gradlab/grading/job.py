@@ -67,14 +67,19 @@ REGISTER_LITERAL = re.compile(r"""register\(\s*["'](\w+)["']""")
 
 def grade_submission(entry, kinds, rubric, seed, limits=Limits(), *, skip=None, on_event=None, workdir=None):
     """Grade one Entry; returns a StudentResult with a KindResult dict for every
-    kind in `kinds`. `skip`: {file: reason} not to import again, {kind: KindResult
-    dict} already known (a resumed job). `on_event(dict)` is told what starts and
-    ends, so whoever runs this in a process can tell where it died."""
+    kind in `kinds`. `skip` (a job resumed after its process died):
+    {"files": {file: reason not to import it again}, "kinds": {kind: KindResult
+    dict already known}}. `on_event(dict)` is told what starts and ends, so
+    whoever runs this in a process can tell where it died."""
     start = time.perf_counter()
-    emit = on_event or (lambda event: None)
     skip = skip or {}
     own = workdir is None
     root = tempfile.mkdtemp(prefix="gradlab-grade-") if own else workdir
+
+    def emit(event):
+        if on_event:
+            on_event(_relative(event, root))
+
     try:
         folder = os.path.join(root, entry.student)
         files, named, notes, broken = _materialise(entry, folder)
