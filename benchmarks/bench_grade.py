@@ -16,6 +16,7 @@ import concurrent.futures
 import json
 import os
 import pathlib
+import resource
 import shutil
 import subprocess
 import sys
@@ -71,6 +72,12 @@ def run(cmd, env):
     return time.perf_counter() - start, done
 
 
+def children_cpu():
+    """CPU seconds of this process's finished children (and the descendants they waited for)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--students", type=int, default=100)
@@ -81,10 +88,12 @@ def main():
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="bench-grade-"))
     try:
         truth = make_class(tmp / "class", args.students)
+        cpu_before = children_cpu()
         wall, done = run([sys.executable, "-m", "gradlab", "grade", str(tmp / "class"), "--kinds", ",".join(KINDS),
                           "--out", str(tmp / "out"), "--seed", "0", "--workers", str(args.workers)], env)
         if done.returncode != 0:
             sys.exit(f"gradlab grade failed: {done.stderr}")
+        grader_cpu = children_cpu() - cpu_before   # the grade command (the jobs' CPU is counted in each job)
         wrong, cpu = [], 0.0
         for student, bug in truth.items():
             cpu += json.loads((tmp / "out" / student / "gradlab.json").read_text())["cpu_seconds"]
@@ -105,10 +114,11 @@ def main():
                 else:
                     impl = student / ("grad_ok_attention.py" if kind == "attention" else "modules.py")
                 jobs.append([sys.executable, "-m", "gradlab", "check", kind, "--impl", str(impl), "--seed", "0"])
-        start = time.perf_counter()
+        start, cpu_before = time.perf_counter(), children_cpu()
         with concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
             list(pool.map(lambda cmd: run(cmd, env), jobs))
         per_process = time.perf_counter() - start
+        per_process_cpu = children_cpu() - cpu_before
         sampled = min(args.sample, args.students)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -118,16 +128,20 @@ def main():
           f"{os.cpu_count()} cores, OPENBLAS_NUM_THREADS=1, numpy {numpy.__version__}, "
           f"Python {sys.version.split()[0]}")
     print()
-    print("| how | submissions | wall time | per submission |")
-    print("|---|---:|---:|---:|")
+    total_cpu = cpu + grader_cpu
+    print("| how | submissions | wall time | per submission | CPU per submission |")
+    print("|---|---:|---:|---:|---:|")
     print(f"| `gradlab grade` (a forked job per student, {args.workers} at a time, reports included) | "
-          f"{args.students} | {wall:.1f} s | {wall / args.students:.3f} s |")
-    print(f"| CPU time of the jobs (forked child: the student's imports, checks and report), summed | "
-          f"{args.students} | {cpu:.1f} s CPU | {cpu / args.students:.3f} s CPU |")
+          f"{args.students} | {wall:.1f} s | {wall / args.students:.3f} s | {total_cpu / args.students:.3f} s "
+          f"(jobs {cpu / args.students:.3f} s + grader {grader_cpu / args.students:.3f} s) |")
     print(f"| the same command again (every student resumed, nothing graded) | {args.students} | {again:.1f} s | "
-          f"{again / args.students:.3f} s |")
+          f"{again / args.students:.3f} s | |")
     print(f"| one `gradlab check KIND --impl FILE` process per (student, kind), {args.workers} at a time | "
-          f"{sampled} | {per_process:.1f} s | {per_process / sampled:.3f} s |")
+          f"{sampled} | {per_process:.1f} s | {per_process / sampled:.3f} s | {per_process_cpu / sampled:.3f} s |")
+    print()
+    print(f"on an idle machine with {args.workers} cores the class would take about "
+          f"{total_cpu / args.workers:.0f} s (its CPU time / cores; wall time above includes the machine's load, "
+          f"load average {os.getloadavg()[0]:.1f} at the end)")
     print()
     print(f"verdicts: {args.students - len(wrong)} of {args.students} students failed exactly the kind with "
           f"their bug (and correct students nothing)" + (f"; differing: {wrong[:5]}" if wrong else ""))
