@@ -28,7 +28,7 @@ def grade_class(submissions, out, kinds=None, rubric_path=None, seed=None, worke
     stream = stream or sys.stdout
     kinds = rubric_mod.parse_kinds(kinds) if kinds else None
     rubric = rubric_mod.load(rubric_path, kinds)
-    entries = discover(submissions)
+    entries = discover(submissions, exclude=[out])
     if os.path.exists(out) and not os.path.isdir(out):
         raise UsageError(f"--out {out}: exists and is not a folder")
     if seed is None:

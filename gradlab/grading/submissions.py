@@ -28,9 +28,11 @@ class Entry:
         return h.hexdigest()[:16]
 
 
-def discover(folder):
+def discover(folder, exclude=()):
     """The entries of a class folder, sorted by student. UsageError when the
-    folder is missing, holds no entry, or two entries name the same student."""
+    folder is missing, holds no entry, or two entries name the same student.
+    `exclude`: paths that are not submissions (the output folder, when it is inside)."""
+    exclude = {os.path.abspath(p) for p in exclude}
     if not os.path.isdir(folder):
         raise UsageError(f"{folder}: no such folder (SUBMISSIONS is a folder with one sub-folder or "
                          ".py/.ipynb file per student)")
@@ -39,6 +41,8 @@ def discover(folder):
         if name.startswith(".") or name in SKIP_DIRS:
             continue
         path = os.path.join(folder, name)
+        if os.path.abspath(path) in exclude:
+            continue
         if os.path.isdir(path):
             student, files = name, _folder_files(path)
         elif name.endswith(SUFFIXES):
