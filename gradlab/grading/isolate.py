@@ -21,6 +21,7 @@ time limit and nobody else anything.
 When gradlab.check itself runs a file in a worker process (the worker issue),
 this wrapper becomes a plain call of grade_submission.
 """
+import itertools
 import json
 import multiprocessing
 import os
@@ -32,6 +33,7 @@ import threading
 import time
 from multiprocessing import spawn
 
+from gradlab.contract.errors import UsageError
 from gradlab.contract.records import ERROR, SKIP, CheckRecord, KindResult
 from gradlab.grading.job import Limits, StudentResult, failed_kind, grade_submission
 
@@ -85,7 +87,7 @@ def _preparation_data(name):
     """multiprocessing re-runs the parent's main script in every child it starts
     (a teacher's script calling grade_class, `python - < x.py`, a Dask worker's
     entry point). A job needs nothing from it: its target is importable. So for
-    the jobs started here (this thread, inside start_job), leave it out."""
+    the jobs started here (this thread, inside _run_child), leave it out."""
     data = _preparation_data.original(name)
     if getattr(_starting, "job", False):
         data.pop("init_main_from_path", None)
@@ -101,8 +103,8 @@ def run_isolated(entry, kinds, rubric, seed, limits=Limits()):
     notes = []
     scratch = tempfile.mkdtemp(prefix="gradlab-job-")
     try:
-        while True:
-            events_path = os.path.join(scratch, f"events-{len(notes)}-{len(skip['kinds'])}.jsonl")
+        for attempt in itertools.count():   # each attempt gets further: a file or a kind fewer to do
+            events_path = os.path.join(scratch, f"events-{attempt}.jsonl")
             workdir = tempfile.mkdtemp(dir=scratch)
             outcome = _run_child(entry, kinds, rubric, seed, limits, skip, events_path, workdir, deadline)
             events = _read_events(events_path)
@@ -113,10 +115,9 @@ def run_isolated(entry, kinds, rubric, seed, limits=Limits()):
                 report = final[0].get("report_html")
                 break
             if not events and outcome != "timeout":   # it died before any student code could run: ours
-                from gradlab.contract.errors import UsageError
-                raise UsageError(f"a grading job could not start ({_why(outcome, limits).replace('the process running it ', '')}"
-                                 "; its error is above); nothing was graded for "
-                                 f"{entry.student}")
+                why = _why(outcome, limits).replace("the process running it ", "")
+                raise UsageError(f"a grading job could not start ({why}; its error is above); "
+                                 f"nothing was graded for {entry.student}")
             progress = _progress(events, kinds, rubric, seed, entry.student, outcome, skip, notes, limits)
             if outcome == "timeout" or not progress:
                 result = _give_up(entry, kinds, rubric, seed, skip, notes, outcome, limits)
