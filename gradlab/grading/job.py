@@ -1,9 +1,11 @@
 """One student's grading: `grade_submission(entry, kinds, rubric, seed, limits)`.
 
 It writes the entry's files into a scratch folder (notebooks become the .py
-source of the cells that define things), learns which file registers which
-kind, and calls the public `gradlab.check(kind, impl=FILE, ...)` once per kind
-with the rubric's checks. Every kind of the assignment comes back with a
+source of the cells that define things), opens each file once to learn which
+kinds it registers, and runs each kind's checks (the rubric's) through the run
+plan every front end uses (gradlab.execution.plan.Plan, what `gradlab.check`
+runs), on the implementation already opened for its file: a file is imported
+once, not once per kind. Every kind of the assignment comes back with a
 result: a kind nobody registered, or that a file which failed to import would
 have registered, gets each of its checks as an error with the reason. A file
 that fails to import costs only the kinds it would have registered.
@@ -23,10 +25,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import gradlab
 from gradlab.contract.errors import UsageError
 from gradlab.contract.records import ERROR, CheckRecord, KindResult
 from gradlab.execution import harness, loader
+from gradlab.execution.plan import Plan
+from gradlab.execution.runner import time_limit
 
 DEFAULT_WALL = 300.0     # seconds for one whole submission
 
@@ -87,7 +90,7 @@ def grade_submission(entry, kinds, rubric, seed, limits=Limits(), *, skip=None, 
         result = StudentResult(entry.student, entry.digest(), sorted(entry.files), notes=notes)
         if not entry.files:
             broken["(submission)"] = "the submission holds no .py or .ipynb file"
-        found = _discover(files, broken, emit, result.notes)
+        found = _discover(files, broken, emit, result.notes, limits)
         emit({"event": "discovered", "missing": {k: _missing_reason(k, found, broken, named)
                                                  for k in kinds if k not in found}})
         for kind in kinds:
@@ -131,15 +134,18 @@ def _materialise(entry, folder):
     return files, named, notes, broken
 
 
-def _discover(files, broken, emit, notes):
-    """{kind: (path, name)} for the kinds the files register; import failures go to `broken`."""
+def _discover(files, broken, emit, notes, limits):
+    """{kind: (loaded implementation, name of the file that defines it)}: each file
+    is opened once (imported, or started in a worker) and serves every kind it
+    registers. Import failures go to `broken`."""
     found = {}
     for path, name in files.items():
         if name in broken:
             continue
         emit({"event": "import", "file": name})
         try:
-            loaded = loader.load(path)
+            with time_limit(limits.per_call()):
+                loaded = loader.load(path)
         except UsageError as e:
             message = str(e)
             if "registers nothing" in message:   # a helper module: fine
@@ -147,12 +153,11 @@ def _discover(files, broken, emit, notes):
             broken[name] = message.replace(path, name)
             continue
         for kind, registration in loaded.registrations.items():
-            owner = _owner(registration, files) or path
-            if kind in found and found[kind][0] != owner:
-                notes.append(f"{kind} is registered by both {found[kind][1]} and {files.get(owner, name)}; "
-                             f"graded: {found[kind][1]}")
+            owner = files.get(_owner(registration, files), name)
+            if kind in found and found[kind][1] != owner:
+                notes.append(f"{kind} is registered by both {found[kind][1]} and {owner}; graded: {found[kind][1]}")
                 continue
-            found[kind] = (owner, files.get(owner, name))
+            found[kind] = (loaded, owner)
         emit({"event": "imported", "file": name})
     return found
 
@@ -167,17 +172,20 @@ def _owner(registration, files):
 
 
 def _grade_kind(kind, found, broken, named, rubric, seed, limits, student, emit):
+    """The kind's checks (the rubric's) through the run plan every front end uses,
+    on the implementation already opened for its file."""
     checks = rubric.checks(kind)
     if kind not in found:
         return failed_kind(kind, student, seed, checks, _missing_reason(kind, found, broken, named))
-    path, name = found[kind]
+    loaded, name = found[kind]
     _reseed(seed)
     try:
-        kind_result = gradlab.check(kind, impl=path, checks=checks, seed=seed, timeout=limits.per_call(),
-                                    on_record=lambda r, record: emit({"event": "record", "kind": kind,
-                                                                      "record": record.to_dict()}))
+        with time_limit(limits.per_call()):
+            plan = Plan(loaded.name, kinds=kind, checks=checks, seed=seed, loaded=loaded)
+            kind_result = plan.run_kind(kind, lambda r, record: emit(
+                {"event": "record", "kind": kind, "record": record.to_dict()}))
     except UsageError as e:
-        return failed_kind(kind, student, seed, checks, f"{kind}: {e}".replace(path, name))
+        return failed_kind(kind, student, seed, checks, f"{kind}: {e}".replace(loaded.name, name))
     kind_result.impl = f"{student}/{name}"
     return kind_result
 
