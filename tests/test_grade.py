@@ -347,3 +347,16 @@ def test_grading_from_a_teachers_script_without_a_main_guard(tmp_path):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("SCORE") == 1 and "SCORE 9.0" in done.stdout
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--seed", "-3"], "--seed -3: must be an integer in [0, 4294967295]"),
+    (["--timeout", "0"], "--timeout 0: a submission needs a finite time limit above 0 s"),
+    (["--workers", "0"], "--workers 0: grades no submission at a time"),
+])
+def test_grade_options_are_checked_before_anything_runs(tmp_path, capsys, argv, words):
+    subs = make_class(tmp_path / "class", ["bob"])
+    assert main(["grade", str(subs), "--kinds", "layernorm", "--out", str(tmp_path / "o"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()

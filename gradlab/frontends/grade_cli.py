@@ -53,10 +53,11 @@ def run(args):
 def cmd_grade(args):
     from gradlab.grading.job import Limits
     from gradlab.grading.run import grade_class
+    from gradlab.contract import options
     if args.workers is not None and args.workers < 1:
-        raise UsageError(f"--workers {args.workers}: give 1 or more")
-    if args.timeout is not None and not args.timeout > 0:
-        raise UsageError(f"--timeout {args.timeout:g}: give a number of seconds > 0")
+        raise options.refuse(f"--workers {args.workers}", "grades no submission at a time", "give 1 or more")
+    args.seed = options.check_seed(args.seed)
+    check_wall(args.timeout)
     limits = Limits() if args.timeout is None else Limits(wall=args.timeout)
     if not args.kinds and not args.rubric:
         raise UsageError("give --kinds K1,K2 (or a --rubric that names the kinds)")
@@ -65,8 +66,20 @@ def cmd_grade(args):
     return 0
 
 
+def check_wall(seconds):
+    """--timeout of `grade`: seconds for a whole submission, > 0 and finite."""
+    import math
+    from gradlab.contract import options
+    if seconds is not None and not (0 < seconds < math.inf):
+        raise options.refuse(f"--timeout {seconds:g}", "a submission needs a finite time limit above 0 s",
+                             "e.g. --timeout 300 (seconds for one whole submission)")
+
+
 def cmd_autograder(args):
+    from gradlab.contract import options
     from gradlab.grading.autograder import build
+    args.seed = options.check_seed(args.seed)
+    check_wall(args.timeout)
     if not args.kinds and not args.rubric:
         raise UsageError("give --kinds K1,K2 (or a --rubric that names the kinds)")
     if not args.out.endswith(".zip"):

@@ -15,6 +15,7 @@ import sys
 import time
 
 from gradlab import __version__
+from gradlab.contract import options
 from gradlab.contract.errors import UsageError
 from gradlab.grading import outputs, rubric as rubric_mod
 from gradlab.grading.isolate import run_isolated, start, stop_all
@@ -31,6 +32,7 @@ def grade_class(submissions, out, kinds=None, rubric_path=None, seed=None, worke
     entries = discover(submissions, exclude=[out])
     if os.path.exists(out) and not os.path.isdir(out):
         raise UsageError(f"--out {out}: exists and is not a folder")
+    seed = options.check_seed(seed)
     if seed is None:
         seed = outputs.read_seed(out)
     if seed is None:
