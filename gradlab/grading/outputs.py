@@ -73,7 +73,7 @@ def render_student_report(student_result, rubric):
     than grading them."""
     from gradlab.frontends.report import render
     kinds = [_lean(student_result["kinds"][k]) for k in rubric.kinds]
-    return render(kinds, title=f"gradlab report: {student_result['student']}")
+    return render(kinds, student=student_result["student"])
 
 
 def _lean(kind_result):
