@@ -149,14 +149,14 @@ def _forward_backward(subject, kind, cfg, module, inputs, rng, setting, hint, se
     def fail(what, found):
         _fail(kind, what, found, setting, hint + _reported(seen))
 
-    out = subject._call("forward", module.forward, *subject.complete(inputs))
+    out = subject.run("forward", module.forward, *subject.complete(inputs))
     found = _nonfinite(out, "forward's output", kind.output_shape(cfg))
     if found:
         fail("forward's output", found)
     if subject.no_backward:
         return 1
     g = rng.standard_normal(kind.output_shape(cfg)).astype(cfg.np_dtype)
-    dx = subject._call("backward", module.backward, g)
+    dx = subject.run("backward", module.backward, g)
     checked = 1
     wanted = kind.grad_inputs()
     if len(wanted) > 1:
@@ -173,7 +173,7 @@ def _forward_backward(subject, kind, cfg, module, inputs, rng, setting, hint, se
             fail(what, found)
         checked += 1
     for slot in subject.slots(module):
-        grad = subject._call(f"reading the gradient of {slot.name!r}", slot.grad)
+        grad = subject.read_grad(slot)
         if grad is None:
             raise StudentError(f"backward left no gradient for parameter {slot.name!r}")
         found = _nonfinite(grad, f"the gradient of {slot.name!r}", slot.value.shape)

@@ -86,10 +86,10 @@ def key_padding(subject, rng):
     full = list(inputs)
     full[k] = mask.copy()
     full[k][0] = True
-    out = subject._call("forward", module.forward, *full)
+    out = subject.run("forward", module.forward, *full)
     _finite(kind, out, "forward's output")
     if not subject.no_backward:
-        got = subject._call("backward", module.backward, np.ones_like(out))
+        got = subject.run("backward", module.backward, np.ones_like(out))
         for name, g in zip([s.name for s in kind.grad_inputs()], got if isinstance(got, (tuple, list)) else (got,)):
             _finite(kind, g, f"d{name}")
     gradients = "" if subject.no_backward else ", dmemory is 0 there"

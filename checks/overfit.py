@@ -12,7 +12,6 @@ import numpy as np
 
 from gradlab.execution.discovery import find_slots
 from gradlab.contract.errors import CheckFailure, CheckSkipped
-from gradlab.execution.harness import guarded
 from gradlab.contract.kinds import OPTIMIZER, SUBMODULE, TOKEN_IDS
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.contract.records import curve, table
@@ -270,7 +269,7 @@ def _train(subject, model, slots, optimizer, ids, targets, student_opt=False):
         if step == STEPS or not np.isfinite(loss):
             break
         _call(subject, f"backward{what}", model.backward, grad.astype(logits.dtype), files)
-        grads = {s.name: s.read() for s in slots}
+        grads = _read(subject, slots)
         if student_opt:
             subject.step(optimizer, params, grads)
         else:
@@ -278,8 +277,17 @@ def _train(subject, model, slots, optimizer, ids, targets, student_opt=False):
     return losses
 
 
+def _read(subject, slots):
+    """name -> gradient of every slot; the student's all at once (one request when they run in a worker)."""
+    grads = {s.name: s.read() for s in slots if not isinstance(s, _StudentSlot)}
+    theirs = [s for s in slots if isinstance(s, _StudentSlot)]
+    if theirs:
+        grads.update(zip([s.name for s in theirs], subject.grads_of([s.slot for s in theirs])))
+    return grads
+
+
 def _call(subject, what, fn, arg, files):
     """Student code runs inside the model's forward/backward: guard the whole call."""
     if subject is None:
         return fn(arg)
-    return guarded(what, fn, arg, files=files)
+    return subject.run(what, fn, arg)

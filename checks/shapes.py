@@ -98,11 +98,11 @@ def _module_rows(subject, rng, rows, notes):
     for spec, value in zip(kind.input_specs(), inputs):
         if spec.role != "flag":
             rows.add(f"{spec.name} (input)", spec.shape(cfg), value.shape)
-    out = subject._call("forward", module.forward, *inputs)
-    out_ok = rows.add("forward output", kind.output_shape(cfg), _shape(out), f"expected{subject._shape_hint()}")
+    out = subject.run("forward", module.forward, *inputs)
+    out_ok = rows.add("forward output", kind.output_shape(cfg), _shape(out), f"expected{subject.shape_hint()}")
     if kind.has(ATTN_WEIGHTS):
         B, T, H = cfg.batch_size, cfg.seq_len, cfg.num_heads
-        weights = getattr(module, "attn_weights", None)
+        weights = subject.attribute(module, "attn_weights")
         rows.add("attn_weights", (B, H, T, T), _shape(weights) if weights is not None else "missing",
                  "keep the softmax output as self.attn_weights, (B, H, T, T)")
     g_shape = tuple(out.shape) if isinstance(out, np.ndarray) else kind.output_shape(cfg)
@@ -110,7 +110,7 @@ def _module_rows(subject, rng, rows, notes):
     dx = None
     try:
         if not subject.no_backward:
-            dx = subject._call("backward", module.backward, g)
+            dx = subject.run("backward", module.backward, g)
     except StudentError as e:
         if not subject.not_implemented(e):
             if out_ok:
@@ -155,7 +155,7 @@ def _param_rows(subject, module, slots, rows, notes):
             rows.info(f"parameter {slot.name!r}", shape, "no reference parameter of this name")
         if subject.no_backward:
             continue
-        grad = subject._call(f"reading the gradient of {slot.name!r}", slot.grad)
+        grad = subject.read_grad(slot)
         got = _shape(grad) if grad is not None else "missing"
         hint = f"a gradient has the shape of its parameter {slot.name!r} {shape}"
         leading = {cfg.batch_size: "the batch (axis 0)", cfg.seq_len: "time (axis 1)"}
@@ -201,7 +201,7 @@ def _load_rows(subject, missing, rows, notes):
     reference = {n: rng.standard_normal(s).astype(cfg.np_dtype) for n, s in expected.items()}
     module = subject.build()
     try:
-        subject._call("param_map(module, reference_params)", subject.registration.param_map, module, reference)
+        subject.load_params(module, reference)
     except StudentError as e:
         rows.add("param_map(module, reference_params)", "accepts the reference shapes", f"raised: {e}",
                  "your param_map could not load arrays of the reference shapes")

@@ -35,7 +35,7 @@ def smoke(subject, rng):
                                f"{_expected(kind, expected)}")
         for slot in [] if subject.no_backward else slots:
             # only presence here: a gradient of the wrong shape is a row of the shapes table
-            if subject._call(f"reading the gradient of {slot.name!r}", slot.grad) is None:
+            if subject.read_grad(slot) is None:
                 raise StudentError(f"backward left no gradient for parameter {slot.name!r} (expected "
                                    f"{slot.describe_grad()} of shape {slot.value.shape}): "
                                    f"{subject.explain_slots(module)}")

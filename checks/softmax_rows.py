@@ -89,7 +89,7 @@ def softmax_rows(subject, rng):
     B, H, T = cfg.batch_size, cfg.num_heads, cfg.seq_len
     module, _ = subject.fresh(rng)
     subject.forward(module, *subject.make_inputs(rng))
-    A = getattr(module, "attn_weights", None)
+    A = subject.attribute(module, "attn_weights")
     if A is None:
         raise CheckFailure(f"{kind.name}: no attn_weights after forward: keep the softmax output as "
                            f"self.attn_weights, shape (B, H, T, T) = {(B, H, T, T)} (CONTRACT §3)")

@@ -29,12 +29,17 @@ __version__ = "0.1.0"
 __all__ = ["register", "check", "Config", "KINDS", "GradlabError", "UsageError", "StudentError", "CheckFailure"]
 
 
-def check(kind, impl=None, checks=None, seed=None, **overrides):
+def check(kind, impl=None, checks=None, seed=None, isolate=None, **overrides):
     """Run checks on one kind (or "all") and return a result with .passed,
     .checks and .to_dict(). `impl` is a file path, a module name, the
-    registered factory/function itself, or None for gradlab's reference."""
+    registered factory/function itself, or None for gradlab's reference.
+
+    isolate: run the student's code in a worker process, judged from gradlab's
+    own (None, the default: yes for a file or a module name; a factory passed as
+    a Python object runs in this process). Also: timeout=SECONDS per call,
+    limits=gradlab.execution.limits.Limits(...) for the worker."""
     from gradlab.execution.runner import check as _check
-    return _check(kind, impl=impl, checks=checks, seed=seed, **overrides)
+    return _check(kind, impl=impl, checks=checks, seed=seed, isolate=isolate, **overrides)
 
 
 def __getattr__(name):

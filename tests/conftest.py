@@ -3,9 +3,20 @@ deliberately broken ones) live in tests/zoo/ and are loaded exactly as a
 student's file is: by path, through gradlab's loader."""
 from pathlib import Path
 
+import os
+
 import pytest
 
 import gradlab
+from gradlab.execution import loader
+
+# gradlab runs a file's code in a worker process by default. Most tests here are
+# about what the checks find, which is the same in both modes (the isolation
+# tests, tests/test_isolation*.py, ask for workers explicitly), and starting a
+# worker per gradlab.check call would multiply the suite's time: they run
+# in-process unless GRADLAB_TEST_ISOLATE=1 (run that way before a release, and
+# whenever the worker changes).
+loader.ISOLATE_BY_DEFAULT = os.environ.get("GRADLAB_TEST_ISOLATE") == "1"
 
 ZOO = Path(__file__).parent / "zoo"
 

@@ -6,7 +6,7 @@ import inspect
 import numpy as np
 
 from gradlab.contract.errors import StudentError
-from gradlab.execution.harness import as_float_array, describe, guarded
+from gradlab.execution.harness import as_float_array, describe
 
 
 def call_table(subject, max_len, d_model):
@@ -52,7 +52,7 @@ class Scheduler:
     def next(self):
         self.steps += 1
         what = f"{self.how} (call {self.steps})"
-        got = guarded(what, self.advance, files=self.subject.files)
+        got = self.subject.run(what, self.advance)
         if got is None:
             got = self._read(what)
         try:
@@ -69,7 +69,7 @@ class Scheduler:
         for name in ("get_last_lr", "get_lr"):
             method = getattr(obj, name, None)
             if callable(method):
-                got = guarded(f"{name}()", method, files=self.subject.files)
+                got = self.subject.run(f"{name}()", method)
                 return got[0] if isinstance(got, (list, tuple)) and got else got
         for name in ("lr", "learning_rate", "rate"):
             if isinstance(getattr(obj, name, None), (int, float, np.floating)):

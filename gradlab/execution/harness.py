@@ -9,6 +9,7 @@ import contextlib
 import io
 import os
 import signal
+import sys
 import threading
 import traceback
 
@@ -86,14 +87,25 @@ def printed_lines():
     return _CountingSink.lines
 
 
-def guarded(what, fn, *args, files=(), error=StudentError, **kwargs):
+def student_output(text):
+    """What student code printed in a worker process: counted while quiet, else
+    shown, as a print() in gradlab's own process would be."""
+    if _sink is not None:
+        _sink.write(text)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def guarded(what, fn, *args, files=(), error=StudentError, alarm=True, **kwargs):
     """Call student code `fn(*args, **kwargs)`; any failure becomes `error`
     with a one-line message naming `what` and the student's line. A call that
     runs longer than the timeout is interrupted (main thread only: elsewhere,
     and inside one long C routine, it cannot be). Written without context
-    managers: it wraps every forward, and small modules' forwards take microseconds."""
+    managers: it wraps every forward, and small modules' forwards take microseconds.
+    alarm=False: `fn` calls into a worker process, which has limits of its own."""
     global _armed
-    alarm = bool(_timeout) and threading.current_thread() is _MAIN_THREAD
+    alarm = alarm and bool(_timeout) and threading.current_thread() is _MAIN_THREAD
     if alarm:
         if not _installed:
             install_alarm_handler()
@@ -106,8 +118,15 @@ def guarded(what, fn, *args, files=(), error=StudentError, **kwargs):
             return fn(*args, **kwargs)
     except _Timeout as e:
         where = student_frame(e, files)
-        raise error(f"{what} did not finish within {_timeout:g} s" + (f" (stopped at {where})" if where else "")
+        raise error(f"{what} ran past {_timeout:g} s" + (f", last seen at {where}" if where else "")
                     + "; an endless loop? Raise the limit with --timeout if it is just slow") from None
+    except StudentError as e:
+        if hasattr(e, "message_for"):       # raised by the student's code in the worker: say it as here
+            message = e.message_for(what)
+            if error is StudentError:
+                raise StudentError(message, where=e.where) from e
+            raise error(message) from e
+        raise
     except GradlabError:
         raise
     except SyntaxError:
@@ -153,6 +172,8 @@ def student_frame(exc, files=()):
 def student_traceback(exc):
     """The traceback of an exception raised in student code, without gradlab's
     own frames (a string, JSON-able), or "" when there is none."""
+    if getattr(exc, "traceback_text", None):      # from the worker process, already filtered there
+        return exc.traceback_text
     if exc is None or exc.__traceback__ is None:
         return ""
     frames = [fr for fr in traceback.extract_tb(exc.__traceback__)
@@ -179,6 +200,11 @@ def as_float_array(value, what, shape, hint=""):
     values; raise StudentError saying exactly what is wrong otherwise."""
     if value is None:
         raise StudentError(f"{what} returned None; it must return an array of shape {shape} (a missing `return`?)")
+    if isinstance(value, np.ndarray) and type(value) is not np.ndarray or getattr(type(value), "ndarray_subclass",
+                                                                                  False):
+        raise StudentError(f"{what} returned a {type(value).__name__} (a subclass of np.ndarray, whose operators "
+                           f"may not mean what NumPy's do); return a plain NumPy array of shape {shape} "
+                           "(np.asarray(...))")
     if isinstance(value, tuple):
         raise StudentError(f"{what} returned a tuple of {len(value)} items; return only the array of shape {shape} "
                            "(keep caches on self, and unpack tuples before passing a gradient on)")

@@ -22,14 +22,66 @@ class Implementation:
     name: str                                   # what the user passed, for messages and JSON
     registrations: dict = field(default_factory=dict)   # kind -> Registration
     files: tuple = ()                            # student files, to point at their frames
+    refused: dict = field(default_factory=dict)  # kind -> why its registration does not count
 
     def get(self, kind):
         try:
             return self.registrations[kind]
         except KeyError:
-            have = ", ".join(self.registrations) or "nothing"
-            raise UsageError(f"{self.name} registers no {kind!r} module (it registers {have}); "
-                             f"add @gradlab.register({kind!r}) above its build(cfg) factory") from None
+            raise missing_kind(self, kind) from None
+
+    def close(self):
+        """Nothing to stop: the code runs in this process (a RemoteImplementation stops its worker)."""
+
+
+def missing_kind(loaded, kind):
+    if kind in loaded.refused:
+        return UsageError(loaded.refused[kind])
+    have = ", ".join(loaded.registrations) or "nothing"
+    return UsageError(f"{loaded.name} registers no {kind!r} module (it registers {have}); "
+                      f"add @gradlab.register({kind!r}) above its build(cfg) factory")
+
+
+# ---- where the student's code runs: the seam the run plan calls ----------------------------
+
+ISOLATE_BY_DEFAULT = True    # files and module names run in a worker process unless told otherwise
+
+
+def wants_worker(impl, isolate=None):
+    """Whether `impl` runs in a worker process. isolate=None: yes for a file or a
+    module name, no for gradlab's reference and for Python objects (factories)."""
+    if isolate is None:
+        return ISOLATE_BY_DEFAULT and isinstance(impl, (str, os.PathLike)) and impl != REFERENCE
+    if isolate and callable(impl):
+        raise UsageError(f"{getattr(impl, '__qualname__', 'this factory')} is a Python object, which runs in "
+                         "gradlab's own process; to run it in a worker process, pass the path of its file as impl")
+    return bool(isolate)
+
+
+def open_implementation(impl, isolate=None, limits=None):
+    """The Implementation to check: loaded here, or in a worker process (a
+    RemoteImplementation with the same interface, whose registrations call
+    into the worker). Close it when the run ends."""
+    if not wants_worker(impl, isolate):
+        return load(impl)
+    from gradlab.execution.limits import Limits
+    from gradlab.execution.remote import RemoteImplementation
+    where = None if impl is None or impl == REFERENCE else _absolute(impl)
+    try:
+        return RemoteImplementation(where, limits or Limits(), shown_as=impl)
+    except UsageError as e:
+        text = str(e)
+        if where is not None and os.fspath(impl) != where:
+            text = text.replace(where, os.fspath(impl))
+        raise UsageError(text) from e.__cause__
+
+
+def _absolute(impl):
+    """A file path made absolute (the worker runs in a folder of its own); a module name as it is."""
+    text = os.fspath(impl)
+    if text.endswith(".py") or os.sep in text or os.path.exists(text):
+        return os.path.abspath(text)
+    return text
 
 
 _reference_cache = None
@@ -53,21 +105,47 @@ def load(impl):
 
 
 def reference():
-    """gradlab's own modules, registered through the same gradlab.register."""
+    """gradlab's own modules, registered through the same gradlab.register.
+    Read from the tags each module's own decorators left on its functions (the
+    first tag of a function defined there), so a student's file that imported
+    a reference module first, or registered a reference function again under
+    another kind, changes nothing here."""
     global _reference_cache
     if _reference_cache is None:
         from gradlab import modules as package
         regs = []
         for info in pkgutil.iter_modules(package.__path__):
-            name = f"{package.__name__}.{info.name}"
-            if name in sys.modules:   # imported elsewhere (a student's file may subclass one): its tags
-                found = _tagged(sys.modules[name])
-            else:
-                with collecting() as found:
-                    importlib.import_module(name)
-            regs.extend(r for r in found if all(r is not seen for seen in regs))
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            for value in vars(module).values():
+                tags = getattr(value, "__gradlab__", None) if callable(value) else None
+                if tags and getattr(value, "__module__", None) == module.__name__:
+                    regs.append(tags[0])
         _reference_cache = Implementation(REFERENCE, _index(regs, REFERENCE))
     return _reference_cache
+
+
+def is_reference_code(target):
+    """True when `target` is one of gradlab's reference implementations (gradlab.modules)."""
+    fn = getattr(target, "func", target)          # functools.partial
+    module = getattr(fn, "__module__", None) or ""
+    return module == "gradlab.modules" or module.startswith("gradlab.modules.")
+
+
+def _refuse_references(regs, name):
+    """(registrations that count, {kind: why not}): a registration counts only
+    if the registered callable is defined in the submission's own files, not
+    imported or re-exported from gradlab's reference modules."""
+    kept, refused = [], {}
+    for reg in regs:
+        if is_reference_code(reg.target):
+            where = getattr(getattr(reg.target, "func", reg.target), "__module__", "gradlab.modules")
+            refused[reg.kind] = (f"{name} registers {reg.kind!r} with gradlab's own reference implementation "
+                                 f"({where}), imported or re-exported, not code of its own; gradlab checks "
+                                 f"the code you wrote: register a factory defined in your file")
+        else:
+            kept.append(reg)
+    refused = {k: v for k, v in refused.items() if k not in {r.kind for r in kept}}
+    return kept, refused
 
 
 def _load_file(path):
@@ -102,9 +180,16 @@ def _load_file(path):
         if sys.path and sys.path[0] == folder:
             sys.path.pop(0)
     if not found:
+        found = _tagged(module)         # reference modules imported before: their functions keep their tags
+        if not any(is_reference_code(r.target) for r in found):
+            found = []
+    found, refused = _refuse_references(found, path)
+    if not found:
+        if refused:
+            raise UsageError(next(iter(refused.values())))
         raise UsageError(f"{path} registers nothing; decorate its factory with @gradlab.register(\"attention\") "
                          "(or the kind it implements) and `import gradlab` at the top")
-    return Implementation(path, _index(found, path, own=mod_name), (full,))
+    return Implementation(path, _index(found, path, own=mod_name), (full,), refused)
 
 
 _loading = []   # files being imported right now
@@ -137,10 +222,16 @@ def _load_module_name(name):
     with collecting() as found:
         module = guarded(f"importing {name}", importlib.import_module, name, error=UsageError)
     regs = found or _tagged(module)
+    if name == "gradlab.modules" or name.startswith("gradlab.modules."):
+        refused = {}                    # gradlab's reference itself, asked for by name
+    else:
+        regs, refused = _refuse_references(regs, name)
     if not regs:
+        if refused:
+            raise UsageError(next(iter(refused.values())))
         raise UsageError(f"module {name} registers nothing; decorate its factory with @gradlab.register(KIND)")
     files = (getattr(module, "__file__", None),)
-    return Implementation(name, _index(regs, name), tuple(f for f in files if f))
+    return Implementation(name, _index(regs, name), tuple(f for f in files if f), refused)
 
 
 def _source_file(fn):
@@ -177,13 +268,14 @@ def _index(regs, name, own=None):
     return by_kind
 
 
-def registration_for(impl, kind):
+def registration_for(impl, kind, loaded=None):
     """The Registration to check for `kind`: a bare unregistered callable is
     taken as implementing `kind` itself."""
-    loaded = load(impl)
+    loaded = load(impl) if loaded is None else loaded
     if callable(impl) and not loaded.registrations:
         return loaded, Registration(kind, impl, None, getattr(impl, "__qualname__", "?"))
     return loaded, loaded.get(kind)
 
 
-__all__ = ["Implementation", "load", "reference", "registration_for", "student_frame"]
+__all__ = ["Implementation", "load", "open_implementation", "reference", "registration_for", "student_frame",
+           "wants_worker"]

@@ -97,6 +97,8 @@ class Plan:
     seed: int = None
     overrides: dict = None
     loaded: object = None      # impl already loaded (loader.Implementation), to import a file once per process
+    isolate: object = None     # run the student's code in a worker process (None: yes for files and module names)
+    limits: object = None      # the worker's Limits (None: the defaults)
 
     def __post_init__(self):
         # every option is checked (gradlab/contract/options.py) before the file is imported or anything runs
@@ -105,21 +107,34 @@ class Plan:
         self.overrides = dict(self.overrides or {})
         self.wanted = check_names(self.checks)
         asked = None if self.kinds in (None, "all") else kind_names(self.kinds)
-        self.loaded = self.loaded or loader.load(self.impl)
-        self.bare = callable(self.impl) and not self.loaded.registrations   # implements whichever kind is asked
-        if asked is None:
-            self.kind_list = [k for k in KINDS if k in self.loaded.registrations]
-            if not self.kind_list:
-                raise UsageError(f"{self.loaded.name} registers no kind gradlab knows")
-        else:
-            for kind in asked:
-                self.registration(kind)      # a UsageError naming what the file does register
-            self.kind_list = [k for k in KINDS if k in asked]
+        make_config(Config(), **self.overrides)      # a bad option is the user's error, before any student code runs
+        self._opened = self.loaded is None           # this plan started it (a worker): close() stops it
+        self.loaded = self.loaded or loader.open_implementation(self.impl, self.isolate, self.limits)
+        try:
+            self.bare = callable(self.impl) and not self.loaded.registrations   # implements whichever kind is asked
+            if asked is None:
+                self.kind_list = [k for k in KINDS if k in self.loaded.registrations]
+                if not self.kind_list:
+                    refused = getattr(self.loaded, "refused", None)
+                    raise UsageError(next(iter(refused.values())) if refused else
+                                     f"{self.loaded.name} registers no kind gradlab knows")
+            else:
+                for kind in asked:
+                    self.registration(kind)      # a UsageError naming what the file does register
+                self.kind_list = [k for k in KINDS if k in asked]
+        except BaseException:
+            self.close()
+            raise
         self._configs = {}
         self._preconditions = {}
         for kind in self.kind_list:   # every kind's sizes, before any kind runs
             options.check_sizes(kind, self.config(kind), [c.name for c in self.checks_for(kind)],
                                 set(self.overrides))
+
+    def close(self):
+        """Stop the worker this plan started (and whatever it left running); nothing when in-process."""
+        if self._opened:
+            self.loaded.close()
 
     # ---- what will run ---------------------------------------------------------
     def registration(self, kind):
@@ -193,6 +208,8 @@ class Plan:
             words += ["--checks", ",".join(names)]
         for name, value in self.overrides.items():
             words += ["--dtype", str(value)] if name == "dtype" else ["--set", f"{name}={value}"]
+        if self.isolate is not None:
+            words += ["--isolate" if self.isolate else "--in-process"]
         return shlex.join(words + ["--seed", str(self.seed)])
 
 

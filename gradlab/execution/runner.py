@@ -2,22 +2,38 @@
 registers) and return what each check found. The CLI, the pytest plugin,
 the grader and the report are thin layers over the same Plan."""
 import contextlib
+import dataclasses
 
 from gradlab.contract.records import RunResult
 from gradlab.contract import options
 from gradlab.execution import harness
+from gradlab.execution.limits import Limits
 from gradlab.execution.plan import PRECONDITION, Plan, config_for, new_seed, rng_for, run_one
 
 # the run's vocabulary, long imported from here by tests and benchmarks
-__all__ = ["check", "run", "time_limit", "PRECONDITION", "Plan", "config_for", "new_seed", "rng_for", "run_one"]
+__all__ = ["check", "run", "time_limit", "worker_limits", "PRECONDITION", "Plan", "config_for", "new_seed",
+           "rng_for", "run_one"]
 
 
-def check(kind, impl=None, checks=None, seed=None, timeout=None, on_record=None, **overrides):
+def check(kind, impl=None, checks=None, seed=None, timeout=None, on_record=None, isolate=None, limits=None,
+          **overrides):
     """Check one kind, or "all" the kinds `impl` registers. Returns a KindResult
-    (or a RunResult for "all"). Raises UsageError when the run cannot start."""
+    (or a RunResult for "all"). Raises UsageError when the run cannot start.
+    isolate: run the student's code in a worker process (None: yes for a file or a
+    module name); limits: the worker's Limits (`timeout` overrides its timeout)."""
     with time_limit(timeout):   # importing the student's file is under the limit too
-        result = run(Plan(impl, kinds=kind, checks=checks, seed=seed, overrides=overrides), on_record)
+        plan = Plan(impl, kinds=kind, checks=checks, seed=seed, overrides=overrides, isolate=isolate,
+                    limits=worker_limits(limits))
+        try:
+            result = run(plan, on_record)
+        finally:
+            plan.close()        # stops the worker, and whatever it left running
     return result if kind == "all" else result.results[0]
+
+
+def worker_limits(limits=None):
+    """The worker's limits, with the time per call currently in force (inside time_limit)."""
+    return dataclasses.replace(limits or Limits(), timeout=harness.get_timeout())
 
 
 def run(plan, on_record=None):

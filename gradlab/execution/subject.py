@@ -1,6 +1,11 @@
 """The module under test, as checks see it: build it, call it, find its
 parameters. Every call into student code goes through harness.guarded and
-every value it returns is validated before a check looks at it."""
+every value it returns is validated before a check looks at it.
+
+The same Subject serves a module running in gradlab's own process and one
+running in a worker process (gradlab.execution.remote): there the module is a
+proxy, its parameters are mirrors, and discovery runs in the worker. Checks
+use only the public methods below, never the student's objects directly."""
 import inspect
 
 import numpy as np
@@ -21,6 +26,8 @@ class Subject:
         self.files = files
         self._build_ids = {}   # id(module) -> the arrays it had when built
         self.no_backward = None   # why the module has no usable backward (a forward-only module), once known
+        from gradlab.execution.remote import is_remote
+        self.remote = is_remote(registration.target)   # the student's code runs in a worker process
 
     @property
     def cfg(self):
@@ -45,7 +52,7 @@ class Subject:
     # ---- module kinds ------------------------------------------------------
     def build(self):
         """A fresh instance from the student's factory."""
-        module = self._call("build(cfg)", self.registration.target, self.cfg)
+        module = self.run("build(cfg)", self.registration.target, self.cfg)
         if module is None:
             raise StudentError("build(cfg) returned None; it must return the module object")
         if self.kind.form == "module":
@@ -59,16 +66,17 @@ class Subject:
                                    "(scheduler() -> lr) nor has a step() method")
         elif not callable(getattr(module, "step", None)):
             raise StudentError(f"build(cfg) returned {type(module).__name__}, which has no step(params, grads) method")
-        self._build_ids[id(module)] = arrays_at_build(module)
-        while len(self._build_ids) > 16:     # it keeps the arrays alive: only the recent modules' are needed
-            self._build_ids.pop(next(iter(self._build_ids)))
+        if not self.remote:       # in a worker, the worker notes them itself
+            self._build_ids[id(module)] = arrays_at_build(module)
+            while len(self._build_ids) > 16:     # it keeps the arrays alive: only the recent modules' are needed
+                self._build_ids.pop(next(iter(self._build_ids)))
         return module
 
     def forward(self, module, *inputs, **kwargs):
         """forward(*inputs): the kind's declared inputs, in order (CONTRACT §3). Flags left out
         (training) get their declared value, so a deterministic check may pass x alone."""
-        out = self._call("forward", module.forward, *self.complete(inputs), **kwargs)
-        return as_float_array(out, "forward", self.kind.output_shape(self.cfg), self._shape_hint())
+        out = self.run("forward", module.forward, *self.complete(inputs), **kwargs)
+        return as_float_array(out, "forward", self.kind.output_shape(self.cfg), self.shape_hint())
 
     def complete(self, inputs):
         """inputs followed by the declared values of the trailing flags not given."""
@@ -86,7 +94,7 @@ class Subject:
         if self.no_backward:
             raise CheckSkipped(self.skip_reason())
         try:
-            got = self._call("backward", module.backward, grad_out)
+            got = self.run("backward", module.backward, grad_out)
         except StudentError as e:
             if not self.not_implemented(e):
                 raise
@@ -108,8 +116,11 @@ class Subject:
 
     def not_implemented(self, error):
         """True (and the module noted as forward-only) when a StudentError from
-        backward is its NotImplementedError."""
-        if not isinstance(error.__cause__, NotImplementedError):
+        backward is its NotImplementedError (raised here, or in the worker process)."""
+        from gradlab.execution.remote import RemoteException
+        cause = error.__cause__
+        if not (isinstance(cause, NotImplementedError)
+                or isinstance(cause, RemoteException) and cause.info.get("not_implemented")):
             return False
         self.no_backward = "backward() raised NotImplementedError" + (f" at {error.where}" if error.where else "")
         return True
@@ -121,27 +132,46 @@ class Subject:
     def slots(self, module):
         """Parameter slots, found after a backward (attribute-pair gradients exist only then).
         For a forward-only module: the float arrays it held when built."""
-        slots = self._call("finding parameters", find_slots, module, self._build_ids.get(id(module)),
-                           self.no_backward is not None)
+        if self.remote:
+            from gradlab.execution.remote import slots_of
+            slots = self.run("finding parameters", slots_of, module, self.no_backward is not None)
+        else:
+            slots = self.run("finding parameters", find_slots, module, self._build_ids.get(id(module)),
+                             self.no_backward is not None)
         for slot in slots:
             usable_parameter(slot)   # read-only, float16, integer or masked: named, not met as a crash
         return slots
 
     def explain_slots(self, module):
         """What discovery looked at and found, for a message when it found nothing."""
-        return self._call("finding parameters", explain, module, self._build_ids.get(id(module)))
+        if self.remote:
+            from gradlab.execution.remote import explain_slots
+            return self.run("finding parameters", explain_slots, module)
+        return self.run("finding parameters", explain, module, self._build_ids.get(id(module)))
+
+    def read_grad(self, slot):
+        """The gradient backward left for one parameter, as it is (None when missing; not validated)."""
+        return self.run(f"reading the gradient of {slot.name!r}", slot.grad)
 
     def read_grads(self, slots):
         """name -> copy of the gradient backward left for each parameter."""
-        grads = {}
-        for slot in slots:
-            g = self._call(f"reading the gradient of {slot.name!r}", slot.grad)
+        return {slot.name: g for slot, g in zip(slots, self.grads_of(slots))}
+
+    def grads_of(self, slots):
+        """[copy of the gradient backward left for each parameter], validated, in
+        the order of `slots` (which may come from several modules)."""
+        raw = None
+        if self.remote and slots:       # one request for all of them
+            raw = self.run("reading gradients", slots[0]._r[0].grads, slots)
+        out = []
+        for i, slot in enumerate(slots):
+            g = raw[i] if raw is not None else self.read_grad(slot)
             if g is None:
                 raise StudentError(f"backward left no gradient for parameter {slot.name!r} "
                                    f"(expected {slot.describe_grad()} of shape {slot.value.shape})")
-            grads[slot.name] = as_float_array(g, f"the gradient of {slot.name!r} ({slot.describe_grad()})",
-                                              slot.value.shape).copy()
-        return grads
+            out.append(as_float_array(g, f"the gradient of {slot.name!r} ({slot.describe_grad()})",
+                                      slot.value.shape).copy())
+        return out
 
     def make_input(self, rng):
         return self.kind.make_input(self.cfg, rng)
@@ -169,10 +199,15 @@ class Subject:
     # ---- function kinds and optimizers --------------------------------------
     def call(self, *args, what=None, **kwargs):
         name = what or f"{self.kind.name}(...)"
-        return self._call(name, self.registration.target, *args, **kwargs)
+        return self.run(name, self.registration.target, *args, **kwargs)
 
     def step(self, optimizer, params, grads):
-        return self._call("step(params, grads)", optimizer.step, params, grads)
+        return self.run("step(params, grads)", optimizer.step, params, grads)
+
+    def load_params(self, module, reference_params):
+        """Call the registration's param_map function: load(module, reference_params)."""
+        return self.run("param_map(module, reference_params)", self.registration.param_map, module,
+                        reference_params)
 
     def method(self, obj, name, *args):
         """obj.name(*args), guarded: for kinds whose objects have more methods than
@@ -183,14 +218,19 @@ class Subject:
         return self._call(f"{name}(...)", fn, *args)
 
     def attribute(self, obj, name):
-        """obj.name, or None when it has none (e.g. mixed_precision's loss_scale)."""
-        return getattr(obj, name, None)
+        """obj.name, or None when it has none (e.g. attn_weights, mixed_precision's loss_scale);
+        guarded: a property of the student's that raises is the module's error."""
+        return self.run(f"reading {name}", getattr, obj, name, None)
 
     # ---- helpers -------------------------------------------------------------
-    def _call(self, what, fn, *args, **kwargs):
-        return guarded(what, fn, *args, files=self.files, **kwargs)
+    def run(self, what, fn, *args, **kwargs):
+        """Call student code (or code that calls it, such as a model holding the
+        student's parts) under the guard: failures become one-line StudentErrors."""
+        return guarded(what, fn, *args, files=self.files, alarm=not self.remote, **kwargs)
 
-    def _shape_hint(self):
+    _call = run   # the name checks used before `run` was public
+
+    def shape_hint(self):
         """" = (batch_size, seq_len, d_model)": the cfg fields the expected output shape comes from."""
         words = self.kind.symbolic(type(self.kind).output_shape)
         if not words:
@@ -202,6 +242,8 @@ class Subject:
                      f", {name} = {self.kind.output_shape(self.cfg)[-1]} by default (your module's own could "
                      "not be read from its forward output)")
         return f" = {words} from cfg{tail}"
+
+    _shape_hint = shape_hint
 
 
 def usable_parameter(slot):

@@ -11,7 +11,7 @@ import sys
 import time
 
 from gradlab import __version__
-from gradlab.execution import harness
+from gradlab.execution import harness, limits
 from gradlab.contract import options
 from gradlab.contract.errors import UsageError
 
@@ -57,6 +57,20 @@ def build_parser():
     c.add_argument("--dtype", metavar="{float16,float32,float64}", help="dtype the module is built with")
     c.add_argument("--timeout", type=float, default=harness.DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"limit for one call into your code (default {harness.DEFAULT_TIMEOUT:g})")
+    where = c.add_mutually_exclusive_group()
+    where.add_argument("--isolate", dest="isolate", action="store_const", const=True, default=None,
+                       help="run the code in a worker process (the default with --impl; without it, "
+                            "checks gradlab's reference through a worker)")
+    where.add_argument("--in-process", dest="isolate", action="store_const", const=False,
+                       help="run your code inside gradlab's own process (for debugging; no limits but --timeout, "
+                            "and your code can disturb gradlab)")
+    c.add_argument("--wall-time", type=float, default=limits.DEFAULT_WALL, metavar="SECONDS",
+                   help=f"limit for the whole run of your code, every check (default {limits.DEFAULT_WALL:g}; "
+                        "0: none)")
+    c.add_argument("--max-memory", type=int, default=limits.DEFAULT_MEMORY_MB, metavar="MB",
+                   help=f"address space of the worker process (default {limits.DEFAULT_MEMORY_MB}; 0: none)")
+    c.add_argument("--max-output", type=float, default=limits.DEFAULT_OUTPUT_MB, metavar="MB",
+                   help=f"what your code may print (default {limits.DEFAULT_OUTPUT_MB:g}; 0: none)")
     c.add_argument("--json", metavar="PATH", help="write the result as JSON to PATH")
     c.add_argument("--report", nargs="?", const=True, metavar="PATH",
                    help="write a self-contained HTML report (default: reports/KIND.html, reports/all.html)")
@@ -93,9 +107,15 @@ def main(argv=None):
         print(f"gradlab: error: {e}", file=sys.stderr)
         if getattr(args, "verbose", False) and e.__cause__ is not None:
             import traceback
-            traceback.print_exception(e.__cause__)
+            text = getattr(e.__cause__, "traceback_text", None)     # from a worker process
+            if text:
+                print(text, file=sys.stderr)
+            else:
+                traceback.print_exception(e.__cause__)
         return 2
     except KeyboardInterrupt:
+        from gradlab.execution.remote import close_all
+        close_all()            # the workers, and whatever they started
         print("gradlab: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:   # `gradlab list | head`: the reader left; not an error of ours
@@ -117,9 +137,23 @@ def parse_overrides(pairs, dtype):
     return overrides
 
 
+def run_limits(args):
+    """The worker's limits from the command line; a bad value is a usage error
+    (--timeout is checked with the run, by options.check_timeout)."""
+    for flag, value in (("--wall-time", args.wall_time), ("--max-memory", args.max_memory),
+                        ("--max-output", args.max_output)):
+        if value is None or not value >= 0 or value == float("inf"):
+            raise options.refuse(f"{flag} {value}", "must be a number >= 0", f"e.g. {flag} 0 for no limit")
+    if args.max_memory and args.max_memory < 256:
+        raise options.refuse(f"--max-memory {args.max_memory}", "is less than NumPy alone needs",
+                             "give at least 256 (MB), or 0 for no limit")
+    return limits.Limits(timeout=args.timeout, wall=args.wall_time, memory_mb=args.max_memory,
+                         output_mb=args.max_output)
+
+
 def cmd_check(args):
     from gradlab.execution.plan import Plan
-    from gradlab.execution.runner import run, time_limit
+    from gradlab.execution.runner import run, time_limit, worker_limits
     args.impl = one_impl(args.impl)
     overrides = parse_overrides(args.overrides, args.dtype)
     # output paths are checked before the checks run, not with a traceback after them
@@ -133,6 +167,11 @@ def cmd_check(args):
     if args.json is not None and report_path and os.path.abspath(args.json) == os.path.abspath(report_path):
         raise options.refuse(f"--json {args.json} --report {report_path}", "both write the same file",
                              "give them different names")
+    run_limits_ = run_limits(args)
+    # where results go is fixed before any student code runs (code run in-process may os.chdir)
+    json_path = os.path.abspath(args.json) if args.json is not None else None
+    if report_path:
+        report_path = os.path.abspath(report_path)
     if args.explore is not None:
         return cmd_explore(args, overrides)
     progress = None
@@ -145,9 +184,13 @@ def cmd_check(args):
     harness.set_quiet(not args.verbose)   # student print()s would bury the one line per check
     try:
         with time_limit(args.timeout):   # importing the file is under the limit too
-            plan = Plan(args.impl, kinds=args.kind, checks=args.checks, seed=args.seed, overrides=overrides)
-            progress = Progress(sys.stdout, plan)
-            outcome = run(plan, on_record)
+            plan = Plan(args.impl, kinds=args.kind, checks=args.checks, seed=args.seed, overrides=overrides,
+                        isolate=args.isolate, limits=worker_limits(run_limits_))
+            try:
+                progress = Progress(sys.stdout, plan)
+                outcome = run(plan, on_record)
+            finally:
+                plan.close()       # the workers are stopped before any result is written
     finally:
         if progress:
             progress.clear()
@@ -166,14 +209,14 @@ def cmd_check(args):
               f"{total['skip']} skipped" + (f"; not passing: {', '.join(failing)}" if failing else ""))
     if printed:
         print(f"(your code printed {printed} lines while it was checked; -v shows them)")
-    if args.json is not None:
-        with open(args.json, "w") as fh:
+    if json_path:
+        with open(json_path, "w") as fh:
             json.dump(result.to_dict(), fh, indent=2)
     if report_path:
         from gradlab.frontends.report import write_report   # jinja2 and matplotlib: only when a report is asked for
-        path = report_path
-        write_report(result, path, replay=plan.replay())
-        print(f"report: {path}")
+        shown = args.report if isinstance(args.report, str) else os.path.join("reports", f"{args.kind}.html")
+        write_report(result, report_path, replay=plan.replay())
+        print(f"report: {shown}")
     if not result.passed:
         print(f"replay with: --seed {kind_results[0].seed}")
     return 0 if result.passed else 1

@@ -110,9 +110,11 @@ def parametrize_with_checks(impl=None, kinds=None, checks=None, **overrides):
 
 
 def implementation(impl):
+    """Loaded once per process: a file or module name in a worker process of its
+    own (kept for the session, stopped at exit), a Python object in this one."""
     key = _key(impl)
     if key not in _implementations:
-        _implementations[key] = loader.load(impl)
+        _implementations[key] = loader.open_implementation(impl)
     return _implementations[key]
 
 

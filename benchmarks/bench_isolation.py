@@ -1,0 +1,159 @@
+"""What running the student's code in a worker process costs (issue 8).
+
+    python benchmarks/bench_isolation.py            # prints the table, writes benchmarks/RESULTS_ISOLATION.md
+    python benchmarks/bench_isolation.py --repeats 3
+
+Rows:
+- the `gradient` check on the causal attention B=2, T=16, D=64, H=4 (gradlab's
+  reference), in gradlab's process and through a worker that is already running
+  (a grader opens one worker per submission and runs every check through it);
+  as multiples of one in-process forward+backward of that attention;
+- one forward call of the small default linear, in-process and through a worker
+  (the fixed cost of a call: two messages through a pipe and two context switches);
+- a bare round trip through a pipe between two processes: the floor under any call
+  into a worker on this machine at this load;
+- starting a worker (Python, NumPy, gradlab, importing the submission);
+- `gradlab check all` on the references, end to end, in-process and with --isolate.
+
+Medians of --repeats runs. BLAS threads are whatever the environment says for
+the in-process side and 1 in the worker (OPENBLAS_NUM_THREADS etc.); the load
+average of the machine is printed with the numbers, since a busy machine makes
+every context switch slow.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import gradlab
+from gradlab.contract import suite
+from gradlab.contract.kinds import get_kind
+from gradlab.execution import loader
+from gradlab.execution.limits import Limits
+from gradlab.execution.runner import config_for, run_one
+from gradlab.execution.subject import Subject
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BIG = dict(batch_size=2, seq_len=16, d_model=64, num_heads=4, max_len=16)
+
+
+def median_time(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def gradient_seconds(impl, repeats):
+    spec = get_kind("attention")
+    cfg = config_for("attention", 0, **BIG)
+    check = suite.resolve(["gradient"])[0]
+    subject = Subject(spec, impl.get("attention"), cfg, impl.name, impl.files)
+    record = run_one(check, subject, 0)
+    assert record.status == "pass", record.message
+    return median_time(lambda: run_one(check, subject, 0), repeats)
+
+
+def fwd_bwd_seconds(repeats):
+    cfg = config_for("attention", 0, **BIG)
+    module = loader.reference().get("attention").target(cfg)
+    x = np.random.default_rng(0).standard_normal((2, 16, 64))
+    out = module.forward(x)
+    g = np.ones_like(out)
+
+    def once():
+        for _ in range(20):
+            module.forward(x)
+            module.backward(g)
+    return median_time(once, repeats) / 20
+
+
+def call_seconds(impl, repeats):
+    cfg = config_for("linear", 0)
+    module = impl.get("linear").target(cfg)
+    x = np.random.default_rng(0).standard_normal((2, 5, 12))
+    module.forward(x)
+
+    def once():
+        for _ in range(50):
+            module.forward(x)
+    return median_time(once, repeats) / 50
+
+
+def pipe_round_trip_seconds(repeats):
+    """One byte there and back between two processes: the floor of any call into a worker."""
+    import subprocess
+    to_child, from_parent = os.pipe()[::-1]
+    from_child, to_parent = os.pipe()
+    code = f"import os\nwhile True:\n    d = os.read({from_parent}, 1)\n    if not d: break\n    os.write({to_parent}, d)\n"
+    child = subprocess.Popen([sys.executable, "-c", code], pass_fds=(from_parent, to_parent))
+    os.close(from_parent)
+    os.close(to_parent)
+
+    def once():
+        for _ in range(200):
+            os.write(to_child, b"x")
+            os.read(from_child, 1)
+    try:
+        return median_time(once, repeats) / 200
+    finally:
+        os.close(to_child)
+        child.wait()
+        os.close(from_child)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    r = args.repeats
+    load = os.getloadavg()[0]
+    rows = []
+
+    fb = fwd_bwd_seconds(r)
+    here = gradient_seconds(loader.reference(), r)
+    start = time.perf_counter()
+    worker = loader.open_implementation(None, isolate=True, limits=Limits())
+    started = time.perf_counter() - start
+    try:
+        there = gradient_seconds(worker, r)
+        call_there = call_seconds(worker, r)
+    finally:
+        worker.close()
+    call_here = call_seconds(loader.reference(), r)
+    floor = pipe_round_trip_seconds(r)
+    all_here = median_time(lambda: gradlab.check("all", seed=0, isolate=False), max(1, r // 2))
+    all_there = median_time(lambda: gradlab.check("all", seed=0, isolate=True), max(1, r // 2))
+
+    rows.append(("gradient check, attention B=2 T=16 D=64 H=4", f"{here * 1e3:.1f} ms ({here / fb:.1f}x fwd+bwd)",
+                 f"{there * 1e3:.1f} ms ({there / fb:.1f}x fwd+bwd)", f"{there / here:.2f}x"))
+    rows.append(("one forward call, linear (default cfg)", f"{call_here * 1e6:.0f} us", f"{call_there * 1e6:.0f} us",
+                 f"{call_there / call_here:.0f}x"))
+    rows.append(("a bare pipe round trip between two processes (the floor of any call)", "-",
+                 f"{floor * 1e6:.0f} us", "-"))
+    rows.append(("starting a worker (Python + NumPy + gradlab + the submission)", "-", f"{started:.2f} s", "-"))
+    rows.append(("`gradlab check all` on the references, end to end", f"{all_here:.2f} s", f"{all_there:.2f} s",
+                 f"{all_there / all_here:.2f}x"))
+
+    header = ("| measurement | in gradlab's process | through a worker | ratio |\n|---|---:|---:|---:|")
+    table = header + "\n" + "\n".join(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows)
+    conditions = (f"Medians of {r} runs; one in-process forward+backward of the attention: {fb * 1e3:.3f} ms. "
+                  f"Load average while measuring: {load:.1f} on {os.cpu_count()} cores. "
+                  f"OPENBLAS_NUM_THREADS in gradlab's process: {os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; "
+                  f"in the worker: 1. numpy {np.__version__}, Python {sys.version.split()[0]}.")
+    print(table)
+    print(conditions)
+    if not args.no_write:
+        with open(os.path.join(HERE, "RESULTS_ISOLATION.md"), "w") as fh:
+            fh.write("# What the worker process costs\n\nWritten by `python benchmarks/bench_isolation.py`.\n\n"
+                     f"{table}\n\n{conditions}\n")
+
+
+if __name__ == "__main__":
+    main()

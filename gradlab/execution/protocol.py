@@ -1,0 +1,322 @@
+"""The messages between gradlab and the worker process that runs the student's
+code (gradlab.execution.worker).
+
+A message is a JSON header plus raw array buffers, framed by length:
+
+    8 bytes  total length N of what follows (little endian)
+    4 bytes  length H of the header
+    H bytes  the header: JSON, utf-8
+    ...      the array buffers, end to end (their lengths are in the header)
+
+Nothing is ever unpickled: a pickle from the worker (which runs untrusted
+code) would be code execution in gradlab. What the parent accepts from the
+worker is plain data only: None, bool, int, float, str, lists, tuples, dicts,
+and NumPy arrays of an allow-listed numeric dtype, rebuilt with np.frombuffer
+after their shape and size are validated. Everything else the student returns
+travels as a reference (a handle) or as the name of its type.
+
+Values are encoded as JSON trees with one-letter tags for what JSON lacks:
+    {"a": i, "dtype": "<f8", "shape": [2, 3], "h": handle}   array (buffer i; h: shared-array handle or null)
+    {"s": i, "dtype": "<f4"}                                NumPy scalar (0-d array)
+    {"t": [...]}                                            tuple
+    {"d": [[key, value], ...]}                              dict (any keys)
+    {"x": handle}                                           a shared array the other side already has
+    {"r": handle, "type": "ClassName", "c": [methods]}      an object living in the worker
+    {"o": "TypeName", "shape": [...]}                       something that cannot travel (an object array, ...)
+    {"cfg": {...}}                                          a gradlab Config (parent to worker only)
+"""
+import json
+import os
+import select
+import time
+
+import numpy as np
+
+# dtypes an array from the worker may have; anything else arrives as {"o": ...}
+ALLOWED_DTYPES = frozenset(np.dtype(t).str for t in (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128"))
+MAX_MESSAGE = 1 << 31          # bytes: a reply larger than this is a broken (or hostile) worker
+MAX_DEPTH = 64                 # nesting of lists/dicts in a reply
+MAX_TEXT = 2000                # characters kept of any string from the worker
+
+
+class ProtocolError(Exception):
+    """The worker sent something that is not a well-formed reply."""
+
+
+class ChannelClosed(Exception):
+    """The other end closed the pipe (the worker died, or closed its end)."""
+
+
+class ChannelTimeout(Exception):
+    """No complete message before the deadline."""
+
+
+# ---- framing --------------------------------------------------------------------
+
+class Channel:
+    """A pair of pipe file descriptors carrying framed messages. The parent's
+    side is non-blocking and every read and write takes a deadline (a worker
+    that stops reading, or stops half-way through a message, cannot hang
+    gradlab); the worker's side blocks."""
+
+    def __init__(self, read_fd, write_fd, blocking=True):
+        self.rfd, self.wfd = read_fd, write_fd
+        self.blocking = blocking
+        self._extra = b""
+        if not blocking:
+            os.set_blocking(read_fd, False)
+            os.set_blocking(write_fd, False)
+            self._rpoll = select.poll()
+            self._rpoll.register(read_fd, select.POLLIN)
+            self._wpoll = select.poll()
+            self._wpoll.register(write_fd, select.POLLOUT)
+
+    def close(self):
+        for fd in (self.rfd, self.wfd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def send(self, header, buffers=(), deadline=None):
+        head = json.dumps(header, separators=(",", ":")).encode()
+        views = [memoryview(b).cast("B") for b in buffers]
+        total = 4 + len(head) + sum(v.nbytes for v in views)
+        parts = [memoryview(total.to_bytes(8, "little") + len(head).to_bytes(4, "little") + head), *views]
+        while parts:
+            try:
+                n = os.writev(self.wfd, parts[:64])
+            except BlockingIOError:
+                self._wait(self._wpoll, deadline)      # the pipe is full: wait until the other side reads
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                raise ChannelClosed() from None
+            while n:
+                if n >= parts[0].nbytes:
+                    n -= parts[0].nbytes
+                    parts.pop(0)
+                else:
+                    parts[0] = parts[0][n:]
+                    n = 0
+
+    def recv(self, deadline=None, limit=MAX_MESSAGE):
+        """-> (header dict, payload memoryview): buffers are read from the payload."""
+        prefix = self._read(8, deadline)
+        total = int.from_bytes(prefix[:8], "little")
+        if total < 4 or total > limit:
+            raise ProtocolError(f"a message of {total} bytes")
+        body = self._read(total, deadline, prefix[8:])
+        hlen = int.from_bytes(body[:4], "little")
+        if hlen > total - 4:
+            raise ProtocolError("a header longer than its message")
+        try:
+            header = json.loads(bytes(body[4:4 + hlen]))
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            raise ProtocolError("a header that is not JSON") from None
+        if not isinstance(header, dict):
+            raise ProtocolError("a header that is not a JSON object")
+        return header, memoryview(body)[4 + hlen:]
+
+    def _read(self, n, deadline, start=b""):
+        """n bytes (the first ones may be in `start`). The 8-byte length prefix is
+        read together with whatever follows it in the pipe (kept for the body)."""
+        if n == 8 and self._extra:
+            start, self._extra = self._extra, b""
+        buf = bytearray(n)
+        got = min(len(start), n)
+        buf[:got] = start[:got]
+        if got < len(start):
+            self._extra = bytes(start[got:])
+        view = memoryview(buf)
+        while got < n:
+            try:
+                if n == 8:       # the prefix: read what is there, the body follows it
+                    chunk = os.read(self.rfd, 1 << 16)
+                    if not chunk:
+                        raise ChannelClosed()
+                    take = min(len(chunk), n - got)
+                    view[got:got + take] = chunk[:take]
+                    got += take
+                    if take < len(chunk):
+                        return bytes(buf) + chunk[take:]
+                    continue
+                k = os.readv(self.rfd, [view[got:]])
+            except BlockingIOError:
+                self._wait(self._rpoll, deadline)
+                continue
+            except ConnectionResetError:
+                k = 0
+            if k == 0:
+                raise ChannelClosed()
+            got += k
+        return buf
+
+    def _wait(self, poller, deadline):
+        if self.blocking:
+            return
+        while True:
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            events = poller.poll(None if timeout is None else int(timeout * 1000) + 1)
+            if events:
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                raise ChannelTimeout()
+
+
+# ---- values -----------------------------------------------------------------------
+
+class Encoder:
+    """Builds the JSON tree of a value and the list of buffers it refers to.
+    `array_tag(array, encoder)` may return a shared-array handle (or None);
+    `object_tag(obj)` returns the tag dict for an object that cannot travel by value."""
+
+    def __init__(self, array_tag=None, object_tag=None):
+        self.buffers = []
+        self.array_tag = array_tag
+        self.object_tag = object_tag
+
+    def buffer(self, array):
+        array = np.ascontiguousarray(array)
+        self.buffers.append(array.reshape(-1).view(np.uint8) if array.size else b"")
+        return len(self.buffers) - 1
+
+    def array(self, array, handle=None):
+        return {"a": self.buffer(array), "dtype": array.dtype.str, "shape": list(array.shape), "h": handle}
+
+    def encode(self, value, depth=0):
+        t = type(value)
+        if value is None or t in (bool, int, str):
+            return value
+        if t is float:
+            return value
+        if depth > MAX_DEPTH:
+            return self._object(value)
+        if t is np.ndarray:
+            if value.dtype.str not in ALLOWED_DTYPES:
+                return {"o": "ndarray", "dtype": str(value.dtype), "shape": list(value.shape)}
+            if self.array_tag is not None:
+                tag = self.array_tag(value, self)
+                if tag is not None:
+                    return tag
+            return self.array(value)
+        if isinstance(value, np.generic) and t.__module__ == "numpy" and np.dtype(t).str in ALLOWED_DTYPES:
+            return {"s": self.buffer(np.asarray(value)), "dtype": np.dtype(t).str}
+        if t is list:
+            return [self.encode(v, depth + 1) for v in value]
+        if t is tuple:
+            return {"t": [self.encode(v, depth + 1) for v in value]}
+        if t is dict:
+            return {"d": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]}
+        return self._object(value)
+
+    def _object(self, value):
+        if self.object_tag is not None:
+            return self.object_tag(value)
+        return {"o": type_name(value)}
+
+
+def type_name(value):
+    try:
+        name = type(value).__name__
+    except Exception:       # a hostile metaclass
+        return "object"
+    return name if isinstance(name, str) and name.isidentifier() else "object"
+
+
+class Decoder:
+    """Rebuilds a value from its JSON tree and payload, trusting nothing:
+    `array_hook(handle, array)` sees every array that names a shared handle;
+    `object_hook(tag)` turns {"r": ...} and {"o": ...} tags into objects."""
+
+    def __init__(self, header, payload, object_hook, array_hook=None):
+        lengths = header.get("b", [])
+        if not isinstance(lengths, list) or not all(type(n) is int and n >= 0 for n in lengths):
+            raise ProtocolError("bad buffer lengths")
+        if sum(lengths) != len(payload):
+            raise ProtocolError("buffer lengths that do not add up")
+        self.buffers, start = [], 0
+        for n in lengths:
+            self.buffers.append(payload[start:start + n])
+            start += n
+        self.object_hook = object_hook
+        self.array_hook = array_hook
+
+    def decode(self, node, depth=0):
+        if depth > MAX_DEPTH:
+            raise ProtocolError("nesting too deep")
+        t = type(node)
+        if node is None or t in (bool, int, float):
+            return node
+        if t is str:
+            return node[:MAX_TEXT]
+        if t is list:
+            return [self.decode(v, depth + 1) for v in node]
+        if t is not dict:
+            raise ProtocolError(f"an unknown value of JSON type {t.__name__}")
+        if "a" in node:
+            array = self._array(node, node.get("shape"))
+            handle = node.get("h")
+            if handle is not None and type(handle) is not int:
+                raise ProtocolError("a bad array handle")
+            if self.array_hook is not None:
+                return self.array_hook(handle, array)
+            return array
+        if "s" in node:
+            return self._array({"a": node["s"], "dtype": node.get("dtype")}, [])[()]
+        if "t" in node and type(node["t"]) is list:
+            return tuple(self.decode(v, depth + 1) for v in node["t"])
+        if "d" in node and type(node["d"]) is list:
+            out = {}
+            for pair in node["d"]:
+                if type(pair) is not list or len(pair) != 2:
+                    raise ProtocolError("a bad dict entry")
+                key = self.decode(pair[0], depth + 1)
+                try:
+                    hash(key)
+                except TypeError:
+                    raise ProtocolError("an unhashable dict key") from None
+                out[key] = self.decode(pair[1], depth + 1)
+            return out
+        if "r" in node or "o" in node or "x" in node or "cfg" in node:
+            return self.object_hook(node)
+        raise ProtocolError("an unknown tag")
+
+    def _array(self, node, shape):
+        index, dtype = node.get("a"), node.get("dtype")
+        if type(index) is not int or not 0 <= index < len(self.buffers):
+            raise ProtocolError("a bad buffer index")
+        if dtype not in ALLOWED_DTYPES:
+            raise ProtocolError(f"an array of dtype {str(dtype)[:20]!r}")
+        if type(shape) is not list or len(shape) > 32 or not all(type(n) is int and n >= 0 for n in shape):
+            raise ProtocolError("a bad array shape")
+        dt = np.dtype(dtype)
+        count = 1
+        for n in shape:
+            count *= n
+        buf = self.buffers[index]
+        if count * dt.itemsize != len(buf):
+            raise ProtocolError("an array whose size does not match its shape")
+        # a copy that owns its memory: the payload buffer is not kept alive by every array
+        return np.frombuffer(buf, dtype=dt, count=count).reshape(shape).copy()
+
+
+def lengths_of(buffers):
+    return [memoryview(b).nbytes for b in buffers]
+
+
+def same_bytes(a, b):
+    """True when two arrays of the same shape and dtype hold the same bits
+    (NaN equals NaN; -0.0 differs from 0.0): has a call changed an array?"""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(np.array_equal(_bits(a), _bits(b)))
+
+
+_INT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _bits(a):
+    a = np.ascontiguousarray(a).reshape(-1)
+    return a.view(_INT_OF_SIZE.get(a.dtype.itemsize, np.uint8))

@@ -1,0 +1,802 @@
+"""gradlab's side of the worker process (gradlab.execution.worker): starting
+it, calling into it, and the proxies the checks see instead of the student's
+objects.
+
+    impl = load_isolated("my_attention.py", Limits())   # a worker imports the file
+    reg = impl.get("attention")      # reg.target: a RemoteFunction
+    module = reg.target(cfg)         # a RemoteObject, named after the student's class
+    out = module.forward(x)          # x travels by value, out comes back by value
+
+Parameters are mirrored: Subject.slots() gives Slot-like objects whose .value
+is an array in gradlab's process. Before every call, mirrors gradlab changed
+(the numerics perturb them in place) are sent; after it, arrays the student's
+code changed (an optimizer's step, a forward editing its input) come back and
+are copied into gradlab's arrays in place. A dict entry the student's code
+replaced (params[k] = new array) is replaced in gradlab's dict too, so the
+checks see exactly what they would see in one process.
+
+When the worker dies (exit, signal, a limit), the call raises StudentError
+saying what happened; the next call starts a fresh worker.
+"""
+import atexit
+import inspect
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+
+import numpy as np
+
+from gradlab.contract.config import Config
+from gradlab.contract.errors import StudentError, UsageError
+from gradlab.contract.registry import Registration
+from gradlab.execution import limits as limits_mod
+from gradlab.execution.protocol import (Channel, ChannelClosed, ChannelTimeout, Decoder, Encoder, ProtocolError,
+                                        lengths_of, same_bytes)
+
+_GRADLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = os.path.dirname(_GRADLAB_DIR)     # the folder holding the gradlab package (a checkout or site-packages)
+_live = weakref.WeakSet()                   # sessions with a worker, killed at exit whatever happens
+STARTUP_SECONDS = 120                       # for the worker's interpreter and NumPy to start (a busy machine)
+TOKENS = []                                 # the environment token of every worker this process started
+
+
+def _close_all():
+    for session in list(_live):
+        session.close()
+
+
+atexit.register(_close_all)
+
+
+def close_all():
+    """Kill every worker this process started (the CLI's Ctrl-C path)."""
+    _close_all()
+
+
+# ---- the student's exceptions, as gradlab reports them ------------------------------------
+
+class RemoteException(StudentError):
+    """Student code raised in the worker. `info`: type, detail, where, trace, code."""
+
+    def __init__(self, what, info, limits):
+        self.info, self.limits = info, limits
+        super().__init__(self.message_for(what), where=info.get("where"))
+
+    def message_for(self, what):
+        info = self.info
+        where = info.get("where")
+        at = f" at {where}" if where else ""
+        kind = info.get("type", "Exception")
+        if kind == "SystemExit":
+            return (f"{what} called sys.exit({info.get('code', '')})" + at
+                    + "; gradlab runs your code, so it must not exit: put script code under "
+                      "`if __name__ == \"__main__\":`")
+        if info.get("memory") and self.limits.memory_mb:
+            return (f"{what} ran out of memory{at} ({kind}; the limit is {self.limits.memory_mb} MB of "
+                    "address space, --max-memory)")
+        if info.get("output") and self.limits.output_mb:
+            return (f"{what} wrote more than {self.limits.output_mb:g} MB of output{at} (raise the limit with "
+                    "--max-output)")
+        detail = info.get("detail") or ""
+        return f"{what} raised {kind}{at}" + (f": {detail}" if detail else "")
+
+    @property
+    def traceback_text(self):
+        return self.info.get("trace") or ""
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an error in the worker, as text (shown by `gradlab check -v`)."""
+
+    def __init__(self, text):
+        super().__init__("in gradlab's worker")
+        self.traceback_text = text if isinstance(text, str) else ""
+
+
+# ---- proxies ------------------------------------------------------------------------------
+
+class RemoteFunction:
+    """A registered callable in the worker (a factory, a function kind, a param_map)."""
+
+    def __init__(self, session, kind, role, what, signature=None):
+        self._session, self._kind, self._role, self._what = session, kind, role, what
+        if signature is not None:
+            self.__signature__ = signature
+
+    def __call__(self, *args, **kwargs):
+        handle = self._session.registration_handle(self._kind, self._role)
+        return self._session.call(self._what, handle, None, args, kwargs)
+
+    def __repr__(self):
+        return f"<{self._kind} {self._role} in gradlab's worker>"
+
+
+class RemoteObject:
+    """An object the student's code built, living in the worker. Its class is
+    named after the student's (so messages say 'MyAttention'); forward,
+    backward and step are remote calls; other attributes are read remotely."""
+
+    def __init__(self, session, generation, handle, callables):
+        object.__setattr__(self, "_r", (session, generation, handle, frozenset(callables)))
+        session.track(self, handle, generation)
+
+    def __getattr__(self, name):
+        session, generation, handle, callables = object.__getattribute__(self, "_r")
+        if name in callables:
+            return RemoteMethod(self, name)
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return session.getattr(self, name)
+
+    def __setattr__(self, name, value):
+        raise TypeError("objects in gradlab's worker are read-only from gradlab's side")
+
+    def __repr__(self):
+        return f"<{type(self).__name__} in gradlab's worker>"
+
+
+class CallableRemoteObject(RemoteObject):
+    """A callable object (or function) the student's code returned: calling it calls it in the worker."""
+
+    def __call__(self, *args, **kwargs):
+        session, generation, handle, _ = object.__getattribute__(self, "_r")
+        session.check_generation(generation, type(self).__name__)
+        return session.call(f"{type(self).__name__}(...)", handle, None, args, kwargs)
+
+
+class RemoteMethod:
+    def __init__(self, obj, name):
+        self._obj, self._name = obj, name
+
+    def __call__(self, *args, **kwargs):
+        session, generation, handle, _ = object.__getattribute__(self._obj, "_r")
+        session.check_generation(generation, self._name)
+        return session.call(self._name, handle, self._name, args, kwargs)
+
+
+_classes = {}
+
+
+def _remote_class(name, base=RemoteObject):
+    key = (name, base)
+    if key not in _classes:
+        _classes[key] = type(name, (base,), {"__module__": "gradlab.worker"})
+    return _classes[key]
+
+
+class Opaque:
+    """A value that cannot travel (an object array, an ndarray subclass): only its
+    type is known, so messages can name it."""
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+
+class NdarraySubclass(Opaque):
+    """An ndarray subclass the student's code returned (np.ma.MaskedArray, np.matrix, ...)."""
+    ndarray_subclass = True
+
+
+class RemoteSlot:
+    """A parameter of a module in the worker: `value` is gradlab's mirror of it."""
+
+    def __init__(self, session, generation, handle, name, value, grad_text):
+        self.name, self.value, self._grad_text = name, value, grad_text
+        self._r = (session, generation, handle)
+        self.owner = None
+        session.track(self, handle, generation)
+
+    def grad(self):
+        session, generation, handle = self._r
+        session.check_generation(generation, f"reading the gradient of {self.name!r}")
+        return session.grads([self], f"reading the gradient of {self.name!r}")[0]
+
+    def describe_grad(self):
+        return self._grad_text
+
+
+def slots_of(module, forward_only=False):
+    """The parameter slots of a RemoteObject (discovery runs in the worker)."""
+    session, generation, handle, _ = object.__getattribute__(module, "_r")
+    session.check_generation(generation, "finding parameters")
+    return session.slots(module, handle, generation, forward_only)
+
+
+def explain_slots(module):
+    """What discovery looked at in a RemoteObject, in words (discovery.explain, run in the worker)."""
+    session, generation, handle, _ = object.__getattribute__(module, "_r")
+    session.check_generation(generation, "finding parameters")
+    reply = session.request({"op": "explain", "target": handle}, [], "finding parameters")
+    value = reply.get("value")
+    return value if isinstance(value, str) else ""
+
+
+def is_remote(obj):
+    return isinstance(obj, (RemoteObject, RemoteFunction))
+
+
+# ---- the session: one submission, its worker(s) over time -------------------------------------
+
+class Session:
+    """Runs one submission in a worker. A worker that dies is replaced on the
+    next call (a fresh import of the submission); objects from the old one
+    then say so."""
+
+    def __init__(self, impl, limits):
+        self.impl = impl
+        self.limits = limits
+        self.generation = 0
+        self.proc = None
+        self.dead = None             # why the current worker is gone (None: alive or never started)
+        self.final = None            # a reason that stops every later call (the wall-time limit)
+        self.info = None             # what init said: name, files, registrations
+        self.handles = {}            # (kind, role) -> handle in the current worker
+        self.wall_deadline = None
+        self.output_pos = 0
+        self.arrays = {}             # handle -> [weakref to gradlab's array, snapshot, id]
+        self.by_id = {}              # id(array) -> handle
+        self.released = []
+        self.next_handle = 1
+        self.tokens = {}             # pid -> environment token of that worker
+        self.requests = 0            # requests answered so far (slots found at a build stay valid until the next)
+        self.files = ()
+
+    # ---- lifecycle ----------------------------------------------------------------------
+    def start(self):
+        """Start a worker and load the submission in it; returns what init said.
+        Raises UsageError when the submission cannot be loaded."""
+        limits_mod.become_subreaper()
+        self.tmp = tempfile.mkdtemp(prefix="gradlab-worker-")
+        self.generation += 1
+        self.arrays, self.by_id, self.released = {}, {}, []
+        to_child, from_parent = os.pipe()[::-1]
+        from_child, to_parent = os.pipe()
+        token = secrets.token_hex(8)
+        out_path = os.path.join(self.tmp, "output.txt")
+        with open(out_path, "wb") as out:
+            try:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "gradlab.execution.worker", str(from_parent), str(to_parent)],
+                    pass_fds=(from_parent, to_parent), cwd=self.tmp, env=worker_env(self.tmp, token, self.limits),
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            finally:
+                os.close(from_parent)
+                os.close(to_parent)
+        self.tokens[self.proc.pid] = token
+        TOKENS.append(token)
+        self.output = open(out_path, "rb")
+        self.output_pos = 0
+        self.chan = Channel(from_child, to_child, blocking=False)
+        self.dead = None
+        _live.add(self)
+        if self.wall_deadline is None and self.limits.wall:
+            self.wall_deadline = time.monotonic() + self.limits.wall
+        impl = self.impl
+        header = {"op": "init", "impl": None if impl is None else os.fspath(impl), "sys_path": [os.path.abspath(p) for p in sys.path],
+                  "memory_mb": self.limits.memory_mb, "output_mb": self.limits.output_mb,
+                  "dump": os.path.join(self.tmp, "last_seen.txt"), "t": self._seconds()}
+        what = f"importing {impl}" if impl is not None else "importing gradlab's reference modules"
+        try:     # Python and NumPy starting up is not the student's time
+            ready, _ = self.chan.recv(time.monotonic() + STARTUP_SECONDS)
+            if ready.get("ready") != 1:
+                raise ProtocolError("no ready message")
+        except (ChannelTimeout, ChannelClosed, ProtocolError) as e:
+            self._kill()
+            try:
+                with open(out_path, errors="replace") as fh:
+                    said = [line for line in fh.read().splitlines() if line.strip()][-1:]
+            except OSError:
+                said = []
+            raise UsageError(f"gradlab's worker process did not start ({type(e).__name__}"
+                             + (f": {said[0][:300]}" if said else "") + f"); it runs {sys.executable} -m "
+                             "gradlab.execution.worker, which must be able to import gradlab and NumPy") from None
+        try:
+            reply = self._exchange(header, [], what, UsageError)
+        except StudentError as e:     # died or hung while importing: the file is unusable
+            raise UsageError(str(e)) from None
+        if "usage" in reply:
+            self.close()
+            raise UsageError(str(reply["usage"])) from RemoteTraceback(reply.get("trace"))
+        if "raised" in reply:
+            self.close()
+            info = reply["raised"] if isinstance(reply["raised"], dict) else {}
+            raise UsageError(RemoteException(what, info, self.limits).message_for(what)) \
+                from RemoteTraceback(info.get("trace"))
+        info = self._decode(reply, reply.get("value"))
+        self.info = _validate_info(info)
+        self.files = tuple(self.info["files"])
+        self.handles = {}
+        for reg in self.info["registrations"]:
+            self.handles[(reg["kind"], "target")] = reg["target"]
+            pm = reg["param_map"]
+            if isinstance(pm, dict) and "fn" in pm:
+                self.handles[(reg["kind"], "param_map")] = pm["fn"]
+        return self.info
+
+    def close(self):
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            limits_mod.sweep({proc.pid}, self.tokens.pop(proc.pid, None))
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            self.chan.close()
+            self.output.close()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        _live.discard(self)
+        if not any(s.proc is not None for s in _live):
+            limits_mod.set_subreaper(False)
+
+    def _ensure(self, what):
+        if self.final:
+            raise StudentError(f"cannot judge: {self.final}")
+        if self.proc is None:
+            try:
+                self.start()
+            except UsageError as e:
+                raise StudentError(f"cannot judge: a fresh worker could not load the submission again: {e}") from None
+
+    def check_generation(self, generation, what):
+        if self.final:
+            raise StudentError(f"cannot judge: {self.final}")
+        if generation != self.generation or self.proc is None:
+            raise StudentError(f"cannot judge {what}: the worker process that held this object ended earlier"
+                               + (f" ({self.dead})" if self.dead else ""))
+
+    def registration_handle(self, kind, role):
+        self._ensure(f"{kind}")
+        return self.handles[(kind, role)]
+
+    # ---- shared arrays ----------------------------------------------------------------------
+    def track(self, proxy, handle, generation):
+        weakref.finalize(proxy, self._release, handle, generation)
+
+    def _release(self, handle, generation):
+        if generation == self.generation:
+            self.released.append(handle)
+
+    def _share(self, array, handle):
+        gen = self.generation
+        entry = [weakref.ref(array, lambda _r, h=handle: self._array_died(h, gen)), array.copy(), id(array)]
+        self.arrays[handle] = entry
+        self.by_id[id(array)] = handle
+
+    def _array_died(self, handle, generation):
+        # Called by the garbage collector, possibly while gradlab iterates self.arrays:
+        # only note it here; _collect() removes the entry at a safe point.
+        if generation == self.generation:
+            self.released.append(handle)
+
+    def _collect(self):
+        """Forget the arrays gradlab no longer holds; returns the handles the worker may release."""
+        released, self.released = self.released, []
+        for h in released:
+            entry = self.arrays.get(h)
+            if entry is not None and entry[0]() is None:
+                del self.arrays[h]
+                if self.by_id.get(entry[2]) == h:
+                    del self.by_id[entry[2]]
+        return released
+
+    def _encoder(self):
+        def array_tag(array, enc):
+            h = self.by_id.get(id(array))
+            if h is not None and h in self.arrays and self.arrays[h][0]() is array:
+                return {"x": h}
+            h = self.next_handle
+            self.next_handle += 1
+            self._share(array, h)
+            return enc.array(array, h)
+
+        def object_tag(obj):
+            if isinstance(obj, RemoteObject):
+                session, generation, handle, _ = object.__getattribute__(obj, "_r")
+                if session is not self or generation != self.generation:
+                    raise StudentError("cannot judge: an object from an earlier worker process was passed on")
+                return {"r": handle}
+            if isinstance(obj, Config):
+                return {"cfg": obj.to_dict()}
+            raise TypeError(f"gradlab cannot send a {type(obj).__name__} to its worker")
+
+        return Encoder(array_tag, object_tag)
+
+    def _sync_out(self, enc):
+        changes = []
+        for h, entry in list(self.arrays.items()):
+            array = entry[0]()
+            if array is None:
+                continue
+            if not same_bytes(array, entry[1]):
+                if array.shape == entry[1].shape and array.dtype == entry[1].dtype:
+                    entry[1][...] = array
+                else:
+                    entry[1] = array.copy()
+                changes.append([h, enc.array(array)])
+        return changes
+
+    def _decode(self, reply, node, payload=None):
+        generation = self.generation
+
+        def object_hook(tag):
+            if "x" in tag:
+                entry = self.arrays.get(tag["x"]) if type(tag["x"]) is int else None
+                if entry is None:
+                    raise ProtocolError("a reference to an array gradlab does not have")
+                return entry[0]()
+            if "r" in tag:
+                if type(tag["r"]) is not int or type(tag.get("c", [])) is not list:
+                    raise ProtocolError("a bad object reference")
+                methods = [c for c in tag.get("c", []) if isinstance(c, str)]
+                cls = _remote_class(_name(tag.get("type")), CallableRemoteObject if "__call__" in methods
+                                    else RemoteObject)
+                return cls(self, generation, tag["r"], methods)
+            if "o" in tag:
+                if tag.get("o") == "ndarray":      # an array of a dtype that does not travel (object, str)
+                    shape = tag.get("shape")
+                    if type(shape) is not list or len(shape) > 32 or not all(type(n) is int and n >= 0
+                                                                             for n in shape):
+                        raise ProtocolError("a bad array shape")
+                    return np.broadcast_to(np.empty((), dtype=object), shape)
+                cls = _remote_class(_name(tag.get("o")), NdarraySubclass if tag.get("nd") else Opaque)
+                return cls()
+            raise ProtocolError("an unexpected tag")
+
+        def array_hook(handle, array):
+            if handle is None:
+                return array
+            entry = self.arrays.get(handle)
+            if entry is not None and entry[0]() is not None:
+                return entry[0]()         # a mirror gradlab already has: keep using it
+            self._share(array, handle)
+            return array
+
+        dec = Decoder(reply, payload if payload is not None else self._payload, object_hook, array_hook)
+        return dec.decode(node)
+
+    def _apply_updates(self, reply):
+        updates = reply.get("updates", [])
+        if type(updates) is not list:
+            raise ProtocolError("bad updates")
+        for item in updates:
+            if type(item) is not list or len(item) != 2 or type(item[0]) is not int:
+                raise ProtocolError("a bad update")
+            value = self._decode(reply, item[1])
+            entry = self.arrays.get(item[0])
+            if entry is None or not isinstance(value, np.ndarray):
+                continue
+            array = entry[0]()
+            if array is None:
+                continue
+            if array.shape == value.shape and array.dtype == value.dtype:
+                array[...] = value
+                entry[1][...] = value
+            else:
+                try:
+                    array[...] = value
+                except (ValueError, TypeError):
+                    pass
+                entry[1] = np.array(array, copy=True)
+
+    # ---- requests ---------------------------------------------------------------------------
+    def _seconds(self):
+        t = self.limits.timeout or None
+        if self.wall_deadline is not None:
+            left = max(0.01, self.wall_deadline - time.monotonic())
+            t = left if t is None else min(t, left)
+        return t
+
+    def _exchange(self, header, buffers, what, error=StudentError):
+        """Send one request and wait for its reply, within the limits. Any way the
+        worker can fail becomes `error` (StudentError) saying what happened."""
+        seconds = self._seconds()
+        wall_bound = self.wall_deadline is not None and (not self.limits.timeout or seconds < self.limits.timeout)
+        header["t"] = seconds
+        deadline = None if seconds is None else time.monotonic() + seconds
+        try:
+            header["b"] = lengths_of(buffers)
+            self.chan.send(header, buffers, deadline)
+            reply, self._payload = self.chan.recv(deadline)
+        except ChannelTimeout:
+            where = self._ask_where()
+            self._kill()
+            at = f", last seen at {where}" if where else ""
+            if wall_bound:
+                self.final = (f"the submission ran past its wall-time limit of {self.limits.wall:g} s "
+                              f"(in {what}{at}; raise it with --wall-time)")
+                raise error(self.final) from None
+            self.dead = f"{what} ran past {seconds:g} s{at}"
+            raise error(f"{what} ran past {seconds:g} s{at}; an endless loop? Raise the limit with --timeout "
+                        "if it is just slow") from None
+        except ChannelClosed:
+            code = self._kill()
+            where = self._last_seen()
+            self.dead = f"{what} {limits_mod.describe_end(code, self.limits.output_mb)}"
+            raise error(self.dead + (f", last seen at {where}" if where else "")) from None
+        except ProtocolError as e:
+            self._kill()
+            self.dead = f"{what}: the worker sent a malformed reply ({e}); does your code write to gradlab's pipe?"
+            raise error(self.dead) from None
+        except BaseException:
+            self._kill()        # Ctrl-C, or anything else half-way through a message
+            self.dead = f"{what} was interrupted"
+            raise
+        finally:
+            self._drain_output()
+        if "internal" in reply:
+            self._kill()
+            self.dead = "gradlab's worker failed"
+            raise RuntimeError(f"gradlab's worker failed in {what}: {str(reply['internal'])[-2000:]}")
+        try:
+            self._apply_updates(reply)
+        except ProtocolError as e:
+            self._kill()
+            self.dead = f"{what}: the worker sent a malformed reply ({e})"
+            raise error(self.dead) from None
+        return reply
+
+    def _kill(self):
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return None
+        limits_mod.sweep({proc.pid}, self.tokens.pop(proc.pid, None))
+        try:
+            code = proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.chan.close()
+        return code
+
+    def _ask_where(self):
+        """Before killing a worker that ran too long: where is it? (faulthandler
+        in the worker dumps every thread's stack on SIGUSR1.)"""
+        path = os.path.join(self.tmp, "last_seen.txt")
+        try:
+            before = os.path.getsize(path)
+            os.kill(self.proc.pid, signal.SIGUSR1)
+        except (OSError, AttributeError):
+            return None
+        end = time.monotonic() + 0.5
+        size = before
+        while time.monotonic() < end:
+            time.sleep(0.01)
+            now = os.path.getsize(path) if os.path.exists(path) else 0
+            if now > before and now == size:
+                break            # written, and no longer growing
+            size = now
+        try:
+            with open(path, errors="replace") as fh:
+                fh.seek(before)
+                text = fh.read(200000)
+        except OSError:
+            return None
+        return limits_mod.last_seen(text, self.files, _GRADLAB_DIR)
+
+    def _last_seen(self):
+        try:
+            with open(os.path.join(self.tmp, "last_seen.txt"), errors="replace") as fh:
+                text = fh.read(200000)
+        except OSError:
+            return None
+        return limits_mod.last_seen(text, self.files, _GRADLAB_DIR)
+
+    def _drain_output(self):
+        from gradlab.execution import harness
+        try:
+            size = os.fstat(self.output.fileno()).st_size
+            if size > self.output_pos:
+                self.output.seek(self.output_pos)
+                data = self.output.read(size - self.output_pos)
+                self.output_pos = size
+                harness.student_output(data.decode(errors="replace"))
+        except (OSError, ValueError):
+            pass
+
+    def request(self, header, buffers, what):
+        self._ensure(what)
+        if self.proc is None:
+            raise StudentError(f"cannot judge: {self.dead}")
+        enc = self._encoder()
+        enc.buffers = list(buffers)
+        header["release"] = self._collect()
+        header["sync"] = self._sync_out(enc)
+        reply = self._exchange(header, enc.buffers, what)
+        self.requests += 1
+        if "raised" in reply:
+            info = reply["raised"]
+            if not isinstance(info, dict):
+                raise StudentError(f"{what}: the worker sent a malformed reply")
+            info = {k: (v[:20000] if isinstance(v, str) else v) for k, v in info.items()}
+            if info.get("fatal"):
+                self._kill()
+                self.dead = f"{what} raised {info.get('type')}"
+            raise RemoteException(what, info, self.limits)
+        return reply
+
+    def call(self, what, handle, method, args, kwargs):
+        enc = self._encoder()
+        args_node = [enc.encode(a) for a in args]
+        kwargs_node = enc.encode(dict(kwargs))
+        reply = self.request({"op": "call", "target": handle, "method": method, "args": args_node,
+                              "kwargs": kwargs_node}, enc.buffers, what)
+        value = self._decode(reply, reply.get("value"))
+        if isinstance(value, RemoteObject) and type(reply.get("slots")) is list:
+            object.__setattr__(value, "_slots", (self.requests, self._slot_list(reply, reply["slots"])))
+        self._rebind(reply, args, kwargs)
+        return value
+
+    def _rebind(self, reply, args, kwargs):
+        """Apply what the call did to the dicts and lists it was given."""
+        changes = reply.get("rebound") or []
+        if type(changes) is not list:
+            raise ProtocolError("bad rebound list")
+        for item in sorted(changes, key=lambda c: len(c[0]) if type(c) is list and type(c[0]) is list else 0):
+            if type(item) is not list or len(item) != 2 or type(item[0]) is not list or not item[0]:
+                raise ProtocolError("a bad rebound entry")
+            path, node = item
+            try:
+                target = args[path[0]] if type(path[0]) is int else kwargs[path[0]]
+                for key in path[1:]:
+                    target = target[key]
+            except (KeyError, IndexError, TypeError):
+                continue
+            new = self._decode(reply, node)
+            if type(target) is dict and type(new) is dict:
+                target.clear()
+                target.update(new)
+            elif type(target) is list and type(new) is list:
+                target[:] = new
+
+    def getattr(self, obj, name):
+        session, generation, handle, _ = object.__getattribute__(obj, "_r")
+        self.check_generation(generation, f"reading {name}")
+        reply = self.request({"op": "getattr", "target": handle, "name": name}, [], f"reading {name}")
+        if reply.get("missing"):
+            raise AttributeError(name)
+        if reply.get("callable"):
+            return RemoteMethod(obj, name)
+        return self._decode(reply, reply.get("value"))
+
+    def slots(self, module, handle, generation, forward_only=False):
+        cached = module.__dict__.pop("_slots", None)
+        if cached is not None and cached[0] == self.requests and not forward_only:   # found at build, nothing ran since
+            return cached[1]
+        reply = self.request({"op": "slots", "target": handle, "forward_only": bool(forward_only)}, [],
+                             "finding parameters")
+        return self._slot_list(reply, reply.get("value"))
+
+    def _slot_list(self, reply, found):
+        if type(found) is not list:
+            raise StudentError("finding parameters: the worker sent a malformed reply")
+        out = []
+        for item in found:
+            if type(item) is not dict or type(item.get("slot")) is not int:
+                raise StudentError("finding parameters: the worker sent a malformed reply")
+            value = self._decode(reply, item.get("value"))
+            if not isinstance(value, np.ndarray):
+                raise StudentError("finding parameters: the worker sent a malformed reply")
+            if item.get("readonly") is True:     # as the student's own array is: Subject names it
+                value = value.view()
+                value.flags.writeable = False
+            if item.get("masked") is True:
+                value = value.view(np.ma.MaskedArray)
+            out.append(RemoteSlot(self, self.generation, item["slot"], str(item.get("name"))[:200], value,
+                                  str(item.get("grad"))[:200]))
+        return out
+
+    def grads(self, slots, what="reading gradients"):
+        handles = []
+        for slot in slots:
+            session, generation, handle = slot._r
+            self.check_generation(generation, what)
+            handles.append(handle)
+        try:
+            reply = self.request({"op": "grads", "slots": handles}, [], what)
+        except RemoteException as e:     # name the parameter whose gradient could not be read
+            i = e.info.get("index")
+            if type(i) is int and 0 <= i < len(slots):
+                raise RemoteException(f"reading the gradient of {slots[i].name!r}", e.info, self.limits) from None
+            raise
+        values = self._decode(reply, reply.get("value"))
+        if type(values) is not list or len(values) != len(slots):
+            raise StudentError(f"{what}: the worker sent a malformed reply")
+        return values
+
+
+def _name(text):
+    return text if isinstance(text, str) and text.isidentifier() and len(text) < 100 else "object"
+
+
+def _validate_info(info):
+    if not isinstance(info, dict) or not isinstance(info.get("registrations"), list):
+        raise UsageError("gradlab's worker sent a malformed reply while loading the submission")
+    files = info.get("files")
+    info["files"] = [f for f in files if isinstance(f, str)] if isinstance(files, list) else []
+    for reg in info["registrations"]:
+        if not (isinstance(reg, dict) and isinstance(reg.get("kind"), str) and type(reg.get("target")) is int):
+            raise UsageError("gradlab's worker sent a malformed reply while loading the submission")
+    return info
+
+
+def worker_env(tmp, token, limits):
+    """A clean environment for the worker: no secrets of the user's shell, HOME in
+    the worker's temporary folder, and BLAS threads so N workers use N cores."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "TMPDIR": tmp,
+           "PYTHONPATH": os.pathsep.join([_ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                                     if p]),
+           "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "GRADLAB_WORKER": token}
+    for key, value in os.environ.items():
+        if key in ("LANG", "LANGUAGE", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "VIRTUAL_ENV") or \
+                key.startswith("LC_"):
+            env[key] = value
+    threads = str(limits.blas_threads())
+    for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[key] = threads
+    return env
+
+
+# ---- what the loader hands the runner ----------------------------------------------------------
+
+class RemoteImplementation:
+    """Like loader.Implementation, for a submission running in a worker."""
+
+    def __init__(self, impl, limits, shown_as=None):
+        self.session = Session(impl, limits)
+        info = self.session.start()
+        shown = impl if shown_as is None else shown_as
+        self.name = "reference" if shown is None else os.fspath(shown)
+        self.files = tuple(info["files"])
+        self.refused = {str(k): str(v) for k, v in (info.get("refused") or {}).items()} \
+            if isinstance(info.get("refused"), dict) else {}
+        self.registrations = {}
+        for reg in info["registrations"]:
+            kind = reg["kind"]
+            target = RemoteFunction(self.session, kind, "target",
+                                    "build(cfg)" if _is_factory(kind) else f"{kind}(...)", _signature(reg))
+            pm = reg.get("param_map")
+            if isinstance(pm, dict) and "fn" in pm:
+                param_map = RemoteFunction(self.session, kind, "param_map", "param_map(module, reference_params)",
+                                           _signature(pm))
+            elif isinstance(pm, dict) and isinstance(pm.get("dict"), dict):
+                param_map = {str(k): str(v) for k, v in pm["dict"].items()}
+            else:
+                param_map = None
+            self.registrations[kind] = Registration(kind, target, param_map, str(reg.get("where", "?"))[:200])
+
+    def get(self, kind):
+        from gradlab.execution.loader import missing_kind
+        try:
+            return self.registrations[kind]
+        except KeyError:
+            raise missing_kind(self, kind) from None
+
+    def close(self):
+        self.session.close()
+
+
+def _is_factory(kind):
+    from gradlab.contract.kinds import KINDS
+    spec = KINDS.get(kind)
+    return spec is not None and spec.form != "function"
+
+
+def _signature(reg):
+    params = reg.get("signature")
+    if not isinstance(params, list):
+        return None
+    try:
+        out = []
+        for name, kind, has_default in params:
+            if not (isinstance(name, str) and name.isidentifier()) or kind not in range(5):
+                return None
+            out.append(inspect.Parameter(name, inspect._ParameterKind(kind),
+                                         default=None if has_default else inspect.Parameter.empty))
+        return inspect.Signature(out)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,450 @@
+"""The worker: a separate process that imports the student's files and runs
+their code for gradlab, which judges what comes back in its own process
+(gradlab.execution.remote is the other side).
+
+    python -m gradlab.execution.worker READ_FD WRITE_FD
+
+It reads requests from READ_FD and answers on WRITE_FD (a pipe pair of its
+own: the student's prints go to stdout/stderr, captured by gradlab, and cannot
+corrupt the messages). One request at a time:
+
+    init     load the submission (a file, a module name, or gradlab's reference)
+    call     call a registered function, or a method of an object built here
+    getattr  read an attribute of such an object
+    slots    find an object's parameters (discovery runs here, on the real object)
+    grads    read the gradients backward left for some parameters
+
+Arrays are shared by handle with the parent: each side keeps a copy of the
+last synchronised contents and sends what changed, so an array gradlab
+writes into (a perturbed parameter) and one the student's code writes into
+(an input edited in place, a parameter updated by step) stay the same on
+both sides, as when everything ran in one process.
+"""
+import errno
+import faulthandler
+import os
+import signal
+import sys
+import traceback
+
+# Bound before any student code runs: a file that patches these later does not reach them.
+from gradlab.execution.protocol import Channel, ChannelClosed, Decoder, Encoder, lengths_of, same_bytes
+from gradlab.execution import limits as _limits
+from gradlab.execution.harness import student_frame as _student_frame, student_traceback as _student_traceback
+from gradlab.contract.errors import UsageError as _UsageError
+
+import numpy as np
+
+_ndarray = np.ndarray
+_FACTORY_METHODS = ("forward", "backward", "step")
+
+
+class State:
+    def __init__(self, dump_file):
+        self.objects = {}        # handle -> object (registered callables, built modules, slots)
+        self.arrays = {}         # handle -> [array, snapshot]   (shared with the parent)
+        self.by_id = {}          # id(array) -> handle, for arrays this side shared
+        self.build_ids = {}      # object handle -> ids of its arrays when built
+        self.next_handle = -1    # this side's handles are negative, the parent's positive
+        self.files = ()
+        self.dump = dump_file
+        self.factories = set()   # handles of registered factories
+
+    # ---- handles -------------------------------------------------------------------
+    def new_handle(self):
+        h = self.next_handle
+        self.next_handle -= 1
+        return h
+
+    def keep(self, obj):
+        h = self.new_handle()
+        self.objects[h] = obj
+        return h
+
+    def share(self, array):
+        """The handle of a shared array (a new one if it is not shared yet)."""
+        h = self.by_id.get(id(array))
+        if h is not None and self.arrays.get(h, [None])[0] is array:
+            return h, False
+        h = self.new_handle()
+        self.arrays[h] = [array, array.copy()]
+        self.by_id[id(array)] = h
+        return h, True
+
+    def release(self, handles):
+        for h in handles:
+            self.objects.pop(h, None)
+            self.build_ids.pop(h, None)
+            entry = self.arrays.pop(h, None)
+            if entry is not None and self.by_id.get(id(entry[0])) == h:
+                del self.by_id[id(entry[0])]
+
+    # ---- values ----------------------------------------------------------------------
+    def encoder(self, new_arrays_shared=False):
+        def array_tag(array, enc):
+            h = self.by_id.get(id(array))
+            if h is not None and self.arrays.get(h, [None])[0] is array:
+                return {"x": h}
+            if new_arrays_shared:
+                h, _ = self.share(array)
+                return None if h is None else enc.array(array, h)
+            return None
+
+        def object_tag(obj):
+            if isinstance(obj, _ndarray):           # a subclass: only the name of its type
+                return {"o": _type_name(obj), "nd": 1}
+            h = self.keep(obj)
+            return {"r": h, "type": _type_name(obj), "c": _callables(obj)}
+
+        return Encoder(array_tag, object_tag)
+
+    def decoder(self, header, payload):
+        def object_hook(node):
+            if "r" in node:
+                return self.objects[node["r"]]
+            if "x" in node:
+                return self.arrays[node["x"]][0]
+            if "cfg" in node:
+                return _config(node["cfg"])
+            raise ValueError("unknown object tag")
+
+        def array_hook(handle, array):
+            if handle is None:
+                return array
+            self.arrays[handle] = [array, array.copy()]
+            self.by_id[id(array)] = handle
+            return array
+
+        return _Decoding(Decoder(header, payload, object_hook, array_hook))
+
+    # ---- requests ------------------------------------------------------------------------
+    def handle(self, header, payload):
+        self.release(header.get("release", ()))
+        dec = self.decoder(header, payload)
+        for h, node in header.get("sync", ()):
+            value = dec.decode(node)
+            entry = self.arrays.get(h)
+            if entry is None:
+                continue
+            if entry[0].shape == value.shape and entry[0].dtype == value.dtype:
+                entry[0][...] = value
+                entry[1][...] = value
+            else:
+                entry[0], entry[1] = value, value.copy()
+        op = header.get("op")
+        enc = self.encoder()
+        try:
+            if op == "call":
+                reply = self.call(header, dec, enc)
+            elif op == "getattr":
+                reply = self.getattr(header, enc)
+            elif op == "slots":
+                reply = self.slots(header, enc)
+            elif op == "grads":
+                reply = self.grads(header, enc)
+            elif op == "explain":
+                reply = self.explain(header)
+            elif op == "ping":
+                reply = {"value": None}
+            else:
+                reply = {"internal": f"unknown request {op!r}"}
+        except _StudentRaised as e:
+            reply = {"raised": e.info}
+        reply["updates"] = self.updates(enc)
+        return reply, enc.buffers
+
+    def updates(self, enc):
+        out = []
+        for h, entry in list(self.arrays.items()):
+            array, snapshot = entry
+            if not same_bytes(array, snapshot):
+                if array.shape == snapshot.shape and array.dtype == snapshot.dtype:
+                    snapshot[...] = array
+                else:
+                    entry[1] = array.copy()
+                out.append([h, enc.array(array)])
+        return out
+
+    def call(self, header, dec, enc):
+        target = self.objects[header["target"]]
+        method = header.get("method")
+        args = dec.decode(header.get("args", []))
+        kwargs = dec.decode(header.get("kwargs", {"d": []}))
+        containers = _containers(args, kwargs)
+        fn = target if method is None else None
+        with self.student(header):
+            if fn is None:
+                fn = getattr(target, method)
+            value = fn(*args, **kwargs)
+            node = enc.encode(value)        # may read the student's object (its callables): still guarded
+        reply = {"value": node}
+        if header["target"] in self.factories and isinstance(node, dict) and "r" in node:
+            with self.student(header):
+                self.build_ids[node["r"]] = _arrays_at_build(value)
+            try:      # what slots() would find right now: saves gradlab a request after most builds
+                reply["slots"] = self.describe_slots(node["r"], header, enc)
+            except _StudentRaised:
+                pass
+        reply["rebound"] = self.rebound(containers, enc)
+        return reply
+
+    def rebound(self, containers, enc):
+        """Containers (dicts, lists) the call changed: an entry replaced (rebinding
+        params[k] instead of updating it in place), added or removed. Sent whole;
+        arrays the parent already knows travel as their handle, so it keeps its own."""
+        shared = self.encoder(new_arrays_shared=True)
+        shared.buffers = enc.buffers
+        out = []
+        for path, container, before in containers:
+            if _same_entries(container, before):
+                continue
+            out.append([path, shared.encode(container)])
+        return out
+
+    def getattr(self, header, enc):
+        target = self.objects[header["target"]]
+        name = header["name"]
+        with self.student(header):
+            try:
+                value = getattr(target, name)
+            except AttributeError:
+                return {"missing": True}
+            if callable(value) and not isinstance(value, (_ndarray, type)):
+                return {"callable": True}
+            return {"value": enc.encode(value)}
+
+    def slots(self, header, enc):
+        return {"value": self.describe_slots(header["target"], header, enc, bool(header.get("forward_only")))}
+
+    def explain(self, header):
+        h = header["target"]
+        with self.student(header):
+            return {"value": str(_explain(self.objects[h], self.build_ids.get(h)))[:2000]}
+
+    def describe_slots(self, h, header, enc, forward_only=False):
+        target = self.objects[h]
+        with self.student(header):
+            found = _find_slots(target, self.build_ids.get(h), forward_only)
+        out = []
+        for slot in found:
+            value = slot.value
+            masked = isinstance(value, np.ma.MaskedArray)      # said to gradlab, which refuses it by name
+            if type(value) is not _ndarray:
+                value = value.view(_ndarray)      # a subclass: its data, in place
+                slot.value = value
+            if value.dtype.str not in _ALLOWED:
+                raise _StudentRaised({"type": "TypeError", "detail": f"parameter {slot.name!r} has dtype "
+                                      f"{value.dtype}; parameters must be numeric arrays", "where": None})
+            ah, new = self.share(value)
+            node = enc.array(value, ah) if new else {"x": ah}
+            out.append({"name": slot.name, "slot": self.keep(slot), "value": node,
+                        "grad": slot.describe_grad(), "readonly": not value.flags.writeable, "masked": masked})
+        return out
+
+    def grads(self, header, enc):
+        out = []
+        for i, sh in enumerate(header["slots"]):
+            slot = self.objects[sh]
+            try:
+                with self.student(header):
+                    out.append(enc.encode(slot.grad()))
+            except _StudentRaised as e:
+                e.info["index"] = i
+                raise
+        return {"value": out}
+
+    def student(self, header, loading=False):
+        return _Guard(self, header.get("t"), loading)
+
+
+_ALLOWED = None
+
+
+class _StudentRaised(Exception):
+    def __init__(self, info):
+        super().__init__(info.get("type"))
+        self.info = info
+
+
+class _Guard:
+    """Runs a piece of student code and turns whatever it raises into a reply.
+    (A call that runs too long is gradlab's to notice: it asks for a traceback
+    with SIGUSR1, which faulthandler answers, and kills the worker.)"""
+
+    def __init__(self, state, seconds, loading=False):
+        self.state, self.seconds, self.loading = state, seconds, loading
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if exc is None:
+            return False
+        if isinstance(exc, _StudentRaised) or (self.loading and isinstance(exc, _UsageError)):
+            return False
+        raise _StudentRaised(_describe(exc, self.state.files)) from None
+
+
+def _describe(exc, files):
+    try:
+        text = str(exc).strip()
+    except BaseException:          # a __str__ that raises
+        text = ""
+    info = {"type": _type_name(exc), "detail": text.splitlines()[0][:500] if text else "",
+            "where": _student_frame(exc, files), "trace": _student_traceback(exc)[-20000:]}
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        info["code"] = "" if code is None else repr(code)[:100]
+    if isinstance(exc, MemoryError):
+        info["memory"] = True
+    if isinstance(exc, NotImplementedError):
+        info["not_implemented"] = True     # a forward-only module's backward
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+        info["output"] = True          # print() past the output limit (Python ignores SIGXFSZ)
+    if isinstance(exc, (MemoryError, KeyboardInterrupt, SystemExit)) or info.get("output"):
+        info["fatal"] = True           # a fresh worker for what follows
+    return info
+
+
+class _Decoding:
+    def __init__(self, decoder):
+        self.decoder = decoder
+
+    def decode(self, node):
+        return self.decoder.decode(node)
+
+
+def _type_name(obj):
+    try:
+        name = type(obj).__name__
+    except Exception:
+        return "object"
+    return name if isinstance(name, str) and name.isidentifier() else "object"
+
+
+def _callables(obj):
+    out = ["__call__"] if callable(obj) and not isinstance(obj, type) else []
+    for name in _FACTORY_METHODS:
+        try:
+            if callable(getattr(obj, name, None)):
+                out.append(name)
+        except Exception:
+            pass
+    return out
+
+
+def _containers(args, kwargs):
+    """(path, container, shallow copy) of every dict and list among the arguments, two levels deep."""
+    out = []
+
+    def walk(value, path, depth):
+        if type(value) is dict:
+            out.append((path, value, dict(value)))
+            items = value.items()
+        elif type(value) is list:
+            out.append((path, value, list(value)))
+            items = enumerate(value)
+        else:
+            return
+        if depth < 2:
+            for key, item in items:
+                if isinstance(key, (str, int)):
+                    walk(item, path + [key], depth + 1)
+
+    for i, a in enumerate(args):
+        walk(a, [i], 0)
+    for k, v in kwargs.items():
+        walk(v, [k], 0)
+    return out
+
+
+def _same_entries(container, before):
+    if type(container) is dict:
+        return container.keys() == before.keys() and all(container[k] is before[k] for k in before)
+    return len(container) == len(before) and all(a is b for a, b in zip(container, before))
+
+
+def _config(fields):
+    from gradlab.contract.config import FIELDS, Config
+    known = {k: v for k, v in fields.items() if k in FIELDS}
+    return Config(**known, extra={k: v for k, v in fields.items() if k not in FIELDS})
+
+
+def _load(header, state):
+    """The submission's registrations: {kind: {...}} for the parent."""
+    from gradlab.execution import loader
+    sys.path[:] = [p for p in header.get("sys_path", []) if isinstance(p, str)] + \
+        [p for p in sys.path if p not in header.get("sys_path", [])]
+    impl = header.get("impl")
+    with state.student(header, loading=True):
+        loaded = loader.load(impl)
+    state.files = loaded.files
+    regs = []
+    for kind, reg in loaded.registrations.items():
+        h = state.keep(reg.target)
+        if reg.is_factory:
+            state.factories.add(h)
+        param_map = reg.param_map
+        if callable(param_map) and not isinstance(param_map, dict):
+            param_map = {"fn": state.keep(param_map), "signature": _signature(param_map)}
+        elif isinstance(param_map, dict):
+            param_map = {"dict": {str(k): str(v) for k, v in param_map.items()}}
+        regs.append({"kind": kind, "target": h, "where": str(reg.where), "param_map": param_map,
+                     "signature": _signature(reg.target)})
+    return {"name": str(loaded.name), "files": [str(f) for f in loaded.files], "registrations": regs,
+            "refused": {str(k): str(v) for k, v in getattr(loaded, "refused", {}).items()}}
+
+
+def _signature(fn):
+    """[[name, kind, has_default], ...] of fn's parameters, or None when unknown."""
+    import inspect
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    return [[p.name, int(p.kind), p.default is not inspect.Parameter.empty] for p in sig.parameters.values()]
+
+
+def main():
+    global _ALLOWED, _find_slots, _arrays_at_build, _explain
+    read_fd, write_fd = int(sys.argv[1]), int(sys.argv[2])
+    from gradlab.execution.discovery import arrays_at_build, explain, find_slots
+    from gradlab.execution.protocol import ALLOWED_DTYPES
+    _find_slots, _arrays_at_build, _explain, _ALLOWED = find_slots, arrays_at_build, explain, ALLOWED_DTYPES
+    from gradlab.execution import loader
+    loader.ISOLATE_BY_DEFAULT = False       # a gradlab.check inside the student's file runs here, not in a worker of its own
+    chan = Channel(read_fd, write_fd, blocking=True)
+    chan.send({"ready": 1, "b": []})        # started: the time limits count from here
+    header, payload = chan.recv()
+    _limits.apply_in_worker(header.get("memory_mb"), header.get("output_mb"))
+    dump = open(header.get("dump", "last_seen.txt"), "w")
+    faulthandler.enable(file=dump)          # a crash (SIGSEGV, ...) leaves a traceback
+    faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)   # and so does gradlab's "where are you?"
+    state = State(dump)
+    try:
+        reply = {"value": Encoder().encode(_load(header, state))}
+    except _StudentRaised as e:
+        reply = {"raised": e.info}
+    except Exception as e:
+        if isinstance(e, _UsageError):
+            reply = {"usage": str(e), "trace": _student_traceback(e.__cause__)[-20000:] if e.__cause__ else ""}
+        else:
+            reply = {"internal": "".join(traceback.format_exception(e))}
+    chan.send({**reply, "b": []})
+    while True:
+        try:
+            header, payload = chan.recv()
+        except ChannelClosed:
+            return
+        try:
+            reply, buffers = state.handle(header, payload)
+        except Exception as e:             # a bug here, or a request naming something released
+            reply, buffers = {"internal": "".join(traceback.format_exception(e))[-5000:]}, []
+        reply["b"] = lengths_of(buffers)
+        chan.send(reply, buffers)
+
+
+_find_slots = _arrays_at_build = _explain = None
+
+if __name__ == "__main__":
+    main()

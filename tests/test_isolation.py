@@ -1,0 +1,261 @@
+"""The student's code runs in a worker process; gradlab judges it in its own.
+Each hostile submission in tests/zoo/hostile/ does one bad thing. Whatever it
+does: the right verdict with one clear line, gradlab alive, nothing left
+running, and the next submission in the same process unaffected."""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import gradlab
+from gradlab.execution import limits as limits_mod
+from gradlab.execution import remote
+from gradlab.execution.limits import Limits
+
+HOSTILE = Path(__file__).parent / "zoo" / "hostile"
+LIMITS = Limits(timeout=1, wall=60, memory_mb=512, output_mb=1)
+
+
+def hostile(name):
+    return str(HOSTILE / f"{name}.py")
+
+
+def check(name, checks=None, **kwargs):
+    return gradlab.check("layernorm", impl=hostile(name), checks=checks, seed=0, isolate=True, limits=LIMITS,
+                         timeout=1, **kwargs)
+
+
+def left_running():
+    """Live processes started by this process's workers (they carry a worker's token)."""
+    found = set()
+    for token in remote.TOKENS:
+        found |= {pid for pid in limits_mod.leftovers(set(), token) if _state(pid) not in (None, "Z")}
+    return found
+
+
+def _zombies():
+    me = os.getpid()
+    return {pid for pid in limits_mod._pids() if (st := limits_mod._stat(pid)) and st[0] == me and st[3] == "Z"}
+
+
+_before = set()
+
+
+@pytest.fixture(autouse=True)
+def _zombies_before():
+    """Zombies other tests in this process left (their own subprocesses) are not ours to count."""
+    _before.clear()
+    _before.update(_zombies())
+
+
+def zombie_children():
+    return sorted(_zombies() - _before)
+
+
+def _state(pid):
+    st = limits_mod._stat(pid)
+    return None if st is None else st[3]
+
+
+def next_submission_unaffected():
+    result = gradlab.check("layernorm", impl=hostile("ok_layernorm"), checks="gradient", seed=0, isolate=True,
+                           limits=LIMITS)
+    assert result.passed, [c.message for c in result.checks]
+    assert not left_running() and not zombie_children()
+
+
+def one_error(result, *words):
+    """The first check that did not pass is an error whose one line says `words`."""
+    first = next(c for c in result.checks if c.status != "pass")
+    assert first.status == "error", (first.status, first.message)
+    assert "\n" not in first.message and "Traceback" not in first.message
+    for word in words:
+        assert word in first.message, first.message
+    return first
+
+
+ERRORS = [
+    ("exit_in_forward", ["forward called sys.exit(0) at exit_in_forward.py:10"]),
+    ("os_exit_in_backward", ["backward ended the worker process", "exit status 0"]),
+    ("signal_self", ["forward ended the worker process with signal SIGTERM"]),
+    ("loop_forward", ["forward ran past 1 s, last seen at loop_forward.py:10", "--timeout"]),
+    ("loop_swallow", ["forward ran past 1 s, last seen at loop_swallow.py:15"]),
+    ("memory_flood", ["forward ran out of memory at memory_flood.py:12", "512 MB", "--max-memory"]),
+    ("output_flood", ["forward wrote more than 1 MB of output", "--max-output"]),
+    ("keyboard_interrupt", ["forward raised KeyboardInterrupt at keyboard_interrupt.py:8"]),
+    ("lying_subclass", ["forward returned a Liar (a subclass of np.ndarray", "plain NumPy array"]),
+    ("forge_reply", ["forward: the worker sent a malformed reply", "gradlab's pipe"]),
+]
+
+
+@pytest.mark.parametrize("name, words", ERRORS, ids=[e[0] for e in ERRORS])
+def test_hostile_behaviour_is_an_error_verdict(name, words):
+    result = check(name)
+    assert not result.passed
+    one_error(result, "layernorm: ", *words)
+    assert not left_running() and not zombie_children()
+    next_submission_unaffected()
+
+
+def test_deep_recursion_is_an_error_verdict():
+    # Python 3.11 recurses in the heap: the time or the memory limit ends it, whichever comes first
+    result = check("deep_recursion")
+    first = one_error(result)
+    assert any(w in first.message for w in ("ran past 1 s", "ran out of memory", "segmentation fault",
+                                            "RecursionError")), first.message
+    next_submission_unaffected()
+
+
+@pytest.mark.parametrize("name", ["patch_numpy", "patch_builtins", "patch_gradlab", "fake_json"])
+def test_patching_inside_the_worker_changes_no_verdict(name):
+    result = check(name, checks="gradient")
+    gradient = next(c for c in result.checks if c.name == "gradient")
+    assert gradient.status == "fail" and "gradient of 'gamma' is wrong" in gradient.message
+    json.dumps(result.to_dict())            # gradlab's own records, JSON-able
+    assert not os.path.exists("result.json") or json.load(open("result.json")).get("passed") is not True
+    next_submission_unaffected()
+
+
+@pytest.mark.parametrize("name", ["loop_thread", "fork_sleeper", "fork_daemon", "chdir_at_import"])
+def test_correct_but_careless_passes_and_leaves_nothing(name, tmp_path):
+    pids = HOSTILE / "pids.txt"
+    pids.unlink(missing_ok=True)
+    cwd = os.getcwd()
+    try:
+        result = check(name, checks="smoke,gradient")
+        assert result.passed, [c.message for c in result.checks]
+        assert os.getcwd() == cwd
+        assert not left_running() and not zombie_children()
+        for pid in (int(p) for p in pids.read_text().split()) if pids.exists() else ():
+            assert _state(pid) in (None,), f"pid {pid} is still there"
+    finally:
+        pids.unlink(missing_ok=True)
+
+
+def test_a_worker_that_dies_is_replaced_for_the_next_checks():
+    # exits at the third backward of each worker process: each check that needs more errors, and
+    # a fresh worker serves the next one (smoke and shapes need one backward each)
+    result = check("os_exit_later")
+    status = {c.name: c.status for c in result.checks}
+    assert status["smoke"] == "pass" and status["shapes"] == "pass"
+    died = [c for c in result.checks if "backward ended the worker process" in c.message]
+    assert died and all(c.status == "error" for c in died)
+    assert not left_running() and not zombie_children()
+
+
+@pytest.mark.parametrize("name, words", [
+    ("exit_at_import", ["called sys.exit(3) at exit_at_import.py:7"]),
+    ("os_exit_at_import", ["ended the worker process", "exit status 0"]),
+    ("import_reference", ["gradlab's own reference implementation", "register a factory defined in your file"]),
+    ("wrap_reference", ["gradlab's own reference implementation"]),
+])
+def test_an_unusable_file_is_a_usage_error(name, words):
+    with pytest.raises(gradlab.UsageError) as info:
+        check(name)
+    message = str(info.value)
+    assert "\n" not in message and all(w in message for w in words), message
+    assert hostile(name) in message or f"{name}.py" in message
+    assert not left_running() and not zombie_children()
+
+
+@pytest.mark.parametrize("name", ["import_reference", "wrap_reference"])
+def test_registering_the_reference_is_refused_in_process_too(name):
+    with pytest.raises(gradlab.UsageError, match="gradlab's own reference implementation"):
+        gradlab.check("layernorm", impl=hostile(name), isolate=False, seed=0)
+
+
+def test_a_timeout_works_off_the_main_thread():
+    out = {}
+    thread = threading.Thread(target=lambda: out.setdefault("r", check("loop_forward")))
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive()
+    one_error(out["r"], "forward ran past 1 s")
+
+
+def test_the_wall_time_limit_stops_the_whole_submission():
+    result = gradlab.check("layernorm", impl=hostile("loop_forward"), seed=0, isolate=True,
+                           limits=Limits(timeout=30, wall=1))
+    one_error(result, "wall-time limit of 1 s", "--wall-time", "loop_forward.py:10")
+    assert not left_running()
+
+
+def test_isolate_refuses_a_python_object():
+    with pytest.raises(gradlab.UsageError, match="pass the path of its file"):
+        gradlab.check("layernorm", impl=lambda cfg: None, isolate=True)
+
+
+# ---- the command line: exit statuses, files, Ctrl-C ---------------------------------------------
+
+def gradlab_cli(*args, cwd=None, timeout=60):
+    return subprocess.run([sys.executable, "-m", "gradlab", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout)
+
+
+def test_cli_os_exit_is_an_error_and_the_json_is_gradlabs(tmp_path):
+    out = tmp_path / "result.json"
+    run = gradlab_cli("check", "layernorm", "--impl", hostile("os_exit_in_backward"), "--json", str(out),
+                      "--seed", "0", "--timeout", "2")
+    assert run.returncode == 1, run.stderr
+    assert "backward ended the worker process" in run.stdout
+    assert json.loads(out.read_text())["passed"] is False
+
+
+def test_cli_a_forged_json_is_overwritten_and_a_relative_path_stays_put(tmp_path):
+    run = gradlab_cli("check", "layernorm", "--impl", hostile("fake_json"), "--checks", "gradient",
+                      "--json", "result.json", "--seed", "0", cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    assert json.loads((tmp_path / "result.json").read_text())["passed"] is False
+    run = gradlab_cli("check", "layernorm", "--impl", hostile("chdir_at_import"), "--checks", "smoke",
+                      "--json", "ok.json", "--seed", "0", cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert json.loads((tmp_path / "ok.json").read_text())["passed"] is True
+
+
+def test_cli_keyboard_interrupt_raised_by_the_code_is_not_ctrl_c():
+    run = gradlab_cli("check", "layernorm", "--impl", hostile("keyboard_interrupt"), "--seed", "0")
+    assert run.returncode == 1 and "raised KeyboardInterrupt" in run.stdout
+
+
+def test_cli_importing_the_reference_exits_2():
+    run = gradlab_cli("check", "layernorm", "--impl", hostile("import_reference"))
+    assert run.returncode == 2
+    assert run.stderr.count("\n") == 1 and "gradlab's own reference implementation" in run.stderr
+
+
+def test_cli_a_thread_left_running_does_not_keep_gradlab_alive():
+    run = gradlab_cli("check", "layernorm", "--impl", hostile("loop_thread"), "--checks", "smoke", "--seed", "0",
+                      timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_cli_ctrl_c_stops_the_workers_and_exits_130():
+    proc = subprocess.Popen([sys.executable, "-m", "gradlab", "check", "layernorm", "--impl", hostile("loop_forward"),
+                             "--timeout", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    worker = None
+    deadline = time.monotonic() + 30
+    while worker is None and time.monotonic() < deadline:      # wait until its worker runs the loop
+        for pid in limits_mod._pids():
+            st = limits_mod._stat(pid)
+            if st and st[0] == proc.pid:
+                worker = pid
+        time.sleep(0.1)
+    assert worker is not None
+    time.sleep(1.0)
+    proc.send_signal(2)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert err.strip() == "gradlab: interrupted"
+    assert _state(worker) is None
+
+
+def test_the_references_pass_through_a_worker():
+    # the whole suite runs through workers with GRADLAB_TEST_ISOLATE=1; here, cheaply, every kind once
+    result = gradlab.check("all", seed=0, isolate=True, checks="smoke,gradient,trajectory")
+    assert result.passed, [(r.kind, c.name, c.message) for r in result.results for c in r.checks if not c.ok]
+    assert not left_running()

@@ -1,0 +1,72 @@
+"""The messages between gradlab and its worker: what gradlab accepts from the
+worker is plain data, validated, never unpickled."""
+import json
+
+import numpy as np
+import pytest
+
+from gradlab.execution.protocol import Decoder, Encoder, ProtocolError, same_bytes
+
+
+def roundtrip(value, object_hook=None):
+    enc = Encoder()
+    node = enc.encode(value)
+    header = {"b": [memoryview(b).nbytes for b in enc.buffers]}
+    payload = memoryview(b"".join(bytes(memoryview(b)) for b in enc.buffers))
+    node = json.loads(json.dumps(node))
+    return Decoder(header, payload, object_hook or (lambda tag: tag)).decode(node)
+
+
+def test_plain_values_and_arrays_come_back_equal():
+    value = {"a": [1, 2.5, None, True, "x"], 3: (np.arange(6, dtype=np.float32).reshape(2, 3),),
+             "s": np.float32(1.5), "e": np.zeros((0, 4))}
+    got = roundtrip(value)
+    assert got["a"] == [1, 2.5, None, True, "x"]
+    assert isinstance(got[3], tuple) and got[3][0].dtype == np.float32 and got[3][0].shape == (2, 3)
+    assert np.array_equal(got[3][0], value[3][0]) and got[3][0].flags.writeable
+    assert got["s"] == np.float32(1.5) and got["s"].dtype == np.float32
+    assert got["e"].shape == (0, 4)
+
+
+def test_what_cannot_travel_is_only_named():
+    class Module:
+        pass
+    got = roundtrip([Module(), np.array(["a"], dtype=object), np.ma.masked_array([1.0])])
+    assert got[0] == {"o": "Module"}
+    assert got[1]["o"] == "ndarray" and got[1]["shape"] == [1]
+    assert got[2] == {"o": "MaskedArray"}
+
+
+def decode(node, lengths, payload):
+    return Decoder({"b": lengths}, memoryview(payload), lambda tag: tag).decode(node)
+
+
+@pytest.mark.parametrize("node, lengths, payload, words", [
+    ({"a": 0, "dtype": "|O", "shape": [1]}, [8], b"\0" * 8, "dtype"),
+    ({"a": 0, "dtype": "<f8", "shape": [2]}, [8], b"\0" * 8, "size does not match"),
+    ({"a": 0, "dtype": "<f8", "shape": [-1]}, [8], b"\0" * 8, "shape"),
+    ({"a": 3, "dtype": "<f8", "shape": [1]}, [8], b"\0" * 8, "buffer index"),
+    ({"a": 0, "dtype": "<f8", "shape": [1]}, [8], b"\0" * 4, "add up"),
+    ({"zz": 1}, [], b"", "unknown tag"),
+    ({"d": [[[1], 2]]}, [], b"", "unhashable"),
+])
+def test_a_malformed_reply_is_refused(node, lengths, payload, words):
+    with pytest.raises(ProtocolError, match=words):
+        decode(node, lengths, payload)
+
+
+def test_nesting_is_bounded():
+    node = []
+    for _ in range(200):
+        node = [node]
+    with pytest.raises(ProtocolError, match="deep"):
+        decode(node, [], b"")
+
+
+def test_same_bytes_sees_any_change_and_nan_equals_nan():
+    a = np.array([1.0, np.nan, -0.0])
+    assert same_bytes(a, a.copy())
+    b = a.copy()
+    b[2] = 0.0
+    assert not same_bytes(a, b)
+    assert not same_bytes(a, a.astype(np.float32))

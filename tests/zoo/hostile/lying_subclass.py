@@ -1,0 +1,27 @@
+"""forward returns an ndarray subclass that lies: every comparison and
+difference says 'equal', and its values are garbage."""
+import numpy as np
+
+import gradlab
+from _layernorm import LayerNorm
+
+
+class Liar(np.ndarray):
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        inputs = [np.asarray(i) for i in inputs]
+        out = getattr(ufunc, method)(*inputs, **kwargs)
+        return np.zeros_like(out) if ufunc in (np.subtract, np.absolute) else out
+
+    def __eq__(self, other):
+        return np.ones(self.shape, bool)
+
+
+class Lies(LayerNorm):
+    def forward(self, x):
+        out = super().forward(x)
+        return (out * 3 + 1).view(Liar)
+
+
+@gradlab.register("layernorm")
+def build(cfg):
+    return Lies(cfg.d_model, cfg.eps)
