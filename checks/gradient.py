@@ -44,7 +44,7 @@ from gradlab.execution.loader import reference as reference_impl
 from gradlab.numerics.engine import EPS, Engine, Tensor, eps_of, random_direction
 from gradlab.numerics.repeatable import require_repeatable
 from gradlab.numerics.tolerance import (IDIOM_WALK, NOISE_CANNOT_JUDGE, TWIN_MATCH, TWIN_MATCH_FLOAT16, division_idiom,
-                                        idiom_allowance, idiom_row_bound, kept_attention, twin_rounding)
+                                        idiom_allowance, idiom_row_bound, twin_rounding)
 from gradlab.contract.records import heatmap, table
 from gradlab.execution.subject import (IGNORE_INDEX, LOG_GUARD, Subject, call_cross_entropy, copies, loss_inputs,
                                       loss_options, randomize_params, takes_ignore_index, with_ignored)
@@ -221,7 +221,7 @@ class ModuleSetup:
         # the attention weights the module (or its parts) kept show how much (0 when none are kept, or their
         # rows sum to 1); a float64 copy keeps its own
         holder = self.twin[0] if self.twin is not None else self.module
-        shortfall = max([division_idiom(a) for a in kept_attention(holder)], default=0.0)
+        shortfall = max([division_idiom(a) for a in self.subject.kept_attention(holder)], default=0.0)
         problem.idiom = lambda dirs: idiom_allowance([t.analytical * d for t, d in zip(tensors, dirs)
                                                       if d is not None], shortfall)
         # per element: "of its size", the tensor's largest entry (the idiom shifts the sums the elements come from)

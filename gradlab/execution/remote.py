@@ -106,8 +106,15 @@ class RemoteFunction:
 
     def __init__(self, session, kind, role, what, signature=None):
         self._session, self._kind, self._role, self._what = session, kind, role, what
-        if signature is not None:
-            self.__signature__ = signature
+        self._signature = signature
+
+    @property
+    def __signature__(self):
+        """The student's function's signature, as the worker read it; none readable (a
+        builtin): ValueError, as inspect.signature says for the function itself."""
+        if self._signature is None:
+            raise ValueError(f"no signature found for {self._kind} in gradlab's worker")
+        return self._signature
 
     def __call__(self, *args, **kwargs):
         handle = self._session.registration_handle(self._kind, self._role)
@@ -206,6 +213,15 @@ def slots_of(module, forward_only=False):
     session, generation, handle, _ = object.__getattribute__(module, "_r")
     session.check_generation(generation, "finding parameters")
     return session.slots(module, handle, generation, forward_only)
+
+
+def kept_attention_of(module):
+    """numerics.tolerance.kept_attention, run in the worker on the real object: the attn_weights arrays."""
+    session, generation, handle, _ = object.__getattribute__(module, "_r")
+    session.check_generation(generation, "reading attn_weights")
+    reply = session.request({"op": "kept_attention", "target": handle}, [], "reading attn_weights")
+    value = session._decode(reply, reply.get("value"))
+    return [a for a in value if isinstance(a, np.ndarray)] if isinstance(value, list) else []
 
 
 def explain_slots(module):

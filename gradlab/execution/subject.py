@@ -222,6 +222,15 @@ class Subject:
         guarded: a property of the student's that raises is the module's error."""
         return self.run(f"reading {name}", getattr, obj, name, None)
 
+    def kept_attention(self, module):
+        """Every attn_weights array the module keeps, on itself or on its parts
+        (gradlab.numerics.tolerance.kept_attention; in the worker when the module is there)."""
+        if self.remote:
+            from gradlab.execution.remote import kept_attention_of
+            return self.run("reading attn_weights", kept_attention_of, module)
+        from gradlab.numerics.tolerance import kept_attention
+        return kept_attention(module)
+
     # ---- helpers -------------------------------------------------------------
     def run(self, what, fn, *args, **kwargs):
         """Call student code (or code that calls it, such as a model holding the
