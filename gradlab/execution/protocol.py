@@ -308,12 +308,17 @@ def lengths_of(buffers):
 
 def same_bytes(a, b):
     """True when two arrays of the same shape and dtype hold the same bits
-    (NaN equals NaN; -0.0 differs from 0.0): has a call changed an array?"""
+    (NaN equals NaN; -0.0 differs from 0.0): has a call changed an array?
+    Runs on every shared array before and after every call into the worker:
+    bytes compare fastest up to tens of kilobytes, integer views above."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    return bool(np.array_equal(_bits(a), _bits(b)))
+    if a.nbytes <= SMALL:
+        return a.tobytes() == b.tobytes()
+    return bool((_bits(a) == _bits(b)).all())
 
 
+SMALL = 1 << 16
 _INT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
