@@ -49,14 +49,24 @@ def median_time(fn, repeats):
     return statistics.median(times)
 
 
-def gradient_seconds(impl, repeats):
+def gradient_seconds(impls, repeats):
+    """Median seconds of the gradient check for each implementation, and the median of the
+    per-round ratios (the runs alternate, so a change of load hits both sides alike)."""
     spec = get_kind("attention")
     cfg = config_for("attention", 0, **BIG)
     check = suite.resolve(["gradient"])[0]
-    subject = Subject(spec, impl.get("attention"), cfg, impl.name, impl.files)
-    record = run_one(check, subject, 0)
-    assert record.status == "pass", record.message
-    return median_time(lambda: run_one(check, subject, 0), repeats)
+    subjects = [Subject(spec, impl.get("attention"), cfg, impl.name, impl.files) for impl in impls]
+    for subject in subjects:
+        record = run_one(check, subject, 0)
+        assert record.status == "pass", record.message
+    times = [[] for _ in subjects]
+    for _ in range(repeats):
+        for subject, out in zip(subjects, times):
+            start = time.perf_counter()
+            run_one(check, subject, 0)
+            out.append(time.perf_counter() - start)
+    ratios = [b / a for a, b in zip(*times)] if len(times) == 2 else []
+    return [statistics.median(t) for t in times], (statistics.median(ratios) if ratios else None)
 
 
 def fwd_bwd_seconds(repeats):
@@ -117,12 +127,11 @@ def main():
     rows = []
 
     fb = fwd_bwd_seconds(r)
-    here = gradient_seconds(loader.reference(), r)
     start = time.perf_counter()
     worker = loader.open_implementation(None, isolate=True, limits=Limits())
     started = time.perf_counter() - start
     try:
-        there = gradient_seconds(worker, r)
+        (here, there), ratio = gradient_seconds([loader.reference(), worker], r)
         call_there = call_seconds(worker, r)
     finally:
         worker.close()
@@ -132,7 +141,7 @@ def main():
     all_there = median_time(lambda: gradlab.check("all", seed=0, isolate=True), max(1, r // 2))
 
     rows.append(("gradient check, attention B=2 T=16 D=64 H=4", f"{here * 1e3:.1f} ms ({here / fb:.1f}x fwd+bwd)",
-                 f"{there * 1e3:.1f} ms ({there / fb:.1f}x fwd+bwd)", f"{there / here:.2f}x"))
+                 f"{there * 1e3:.1f} ms ({there / fb:.1f}x fwd+bwd)", f"{ratio:.2f}x"))
     rows.append(("one forward call, linear (default cfg)", f"{call_here * 1e6:.0f} us", f"{call_there * 1e6:.0f} us",
                  f"{call_there / call_here:.0f}x"))
     rows.append(("a bare pipe round trip between two processes (the floor of any call)", "-",
@@ -143,7 +152,8 @@ def main():
 
     header = ("| measurement | in gradlab's process | through a worker | ratio |\n|---|---:|---:|---:|")
     table = header + "\n" + "\n".join(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows)
-    conditions = (f"Medians of {r} runs; one in-process forward+backward of the attention: {fb * 1e3:.3f} ms. "
+    conditions = (f"Medians of {r} runs (the gradient check's ratio: the median of per-round ratios, the two "
+                  f"sides alternating); one in-process forward+backward of the attention: {fb * 1e3:.3f} ms. "
                   f"Load average while measuring: {load:.1f} on {os.cpu_count()} cores. "
                   f"OPENBLAS_NUM_THREADS in gradlab's process: {os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; "
                   f"in the worker: 1. numpy {np.__version__}, Python {sys.version.split()[0]}.")

@@ -22,7 +22,6 @@ both sides, as when everything ran in one process.
 """
 import errno
 import faulthandler
-import os
 import signal
 import sys
 import traceback
