@@ -200,11 +200,6 @@ def as_float_array(value, what, shape, hint=""):
     values; raise StudentError saying exactly what is wrong otherwise."""
     if value is None:
         raise StudentError(f"{what} returned None; it must return an array of shape {shape} (a missing `return`?)")
-    if isinstance(value, np.ndarray) and type(value) is not np.ndarray or getattr(type(value), "ndarray_subclass",
-                                                                                  False):
-        raise StudentError(f"{what} returned a {type(value).__name__} (a subclass of np.ndarray, whose operators "
-                           f"may not mean what NumPy's do); return a plain NumPy array of shape {shape} "
-                           "(np.asarray(...))")
     if isinstance(value, tuple):
         raise StudentError(f"{what} returned a tuple of {len(value)} items; return only the array of shape {shape} "
                            "(keep caches on self, and unpack tuples before passing a gradient on)")

@@ -23,6 +23,8 @@ Values are encoded as JSON trees with one-letter tags for what JSON lacks:
     {"x": handle}                                           a shared array the other side already has
     {"r": handle, "type": "ClassName", "c": [methods]}      an object living in the worker
     {"o": "TypeName", "shape": [...]}                       something that cannot travel (an object array, ...)
+    {"ma": <array>, "mask": <bool array>}                   a numpy.ma.MaskedArray (other ndarray subclasses
+                                                            travel as their numbers, a plain array)
     {"cfg": {...}}                                          a gradlab Config (parent to worker only)
 """
 import json
@@ -213,7 +215,7 @@ class Encoder:
 
     def _object(self, value):
         if self.object_tag is not None:
-            return self.object_tag(value)
+            return self.object_tag(value, self)
         return {"o": type_name(value)}
 
 
@@ -265,6 +267,12 @@ class Decoder:
             return array
         if "s" in node:
             return self._array({"a": node["s"], "dtype": node.get("dtype")}, [])[()]
+        if "ma" in node:          # a masked array: its data and its mask, rebuilt here from plain arrays
+            data, mask = self.decode(node["ma"], depth + 1), self.decode(node.get("mask"), depth + 1)
+            if not (type(data) is np.ndarray and type(mask) is np.ndarray and mask.dtype == bool
+                    and mask.shape == data.shape):
+                raise ProtocolError("a bad masked array")
+            return np.ma.MaskedArray(data, mask=mask)
         if "t" in node and type(node["t"]) is list:
             return tuple(self.decode(v, depth + 1) for v in node["t"])
         if "d" in node and type(node["d"]) is list:

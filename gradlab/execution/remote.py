@@ -185,11 +185,6 @@ class Opaque:
         return f"<{type(self).__name__}>"
 
 
-class NdarraySubclass(Opaque):
-    """An ndarray subclass the student's code returned (np.ma.MaskedArray, np.matrix, ...)."""
-    ndarray_subclass = True
-
-
 class RemoteSlot:
     """A parameter of a module in the worker: `value` is gradlab's mirror of it."""
 
@@ -411,7 +406,7 @@ class Session:
             self._share(array, h)
             return enc.array(array, h)
 
-        def object_tag(obj):
+        def object_tag(obj, enc):
             if isinstance(obj, RemoteObject):
                 session, generation, handle, _ = object.__getattribute__(obj, "_r")
                 if session is not self or generation != self.generation:
@@ -460,8 +455,7 @@ class Session:
                                                                              for n in shape):
                         raise ProtocolError("a bad array shape")
                     return np.broadcast_to(np.empty((), dtype=object), shape)
-                cls = _remote_class(_name(tag.get("o")), NdarraySubclass if tag.get("nd") else Opaque)
-                return cls()
+                return _remote_class(_name(tag.get("o")), Opaque)()
             raise ProtocolError("an unexpected tag")
 
         def array_hook(handle, array):
@@ -546,9 +540,14 @@ class Session:
         finally:
             self._drain_output()
         if "internal" in reply:
+            # gradlab's own code in the worker failed: there, next to the student's code, most
+            # likely because that code patched something (builtins, NumPy, gradlab)
             self._kill()
-            self.dead = "gradlab's worker failed"
-            raise RuntimeError(f"gradlab's worker failed in {what}: {str(reply['internal'])[-2000:]}")
+            text = str(reply["internal"]).strip().splitlines()
+            self.dead = (f"cannot judge {what}: gradlab's code in the worker process failed ("
+                         f"{(text[-1] if text else 'no detail')[:300]}); does your code patch builtins, "
+                         "NumPy or gradlab?")
+            raise error(self.dead)
         try:
             self._apply_updates(reply)
         except ProtocolError as e:

@@ -1,5 +1,6 @@
 """forward returns an ndarray subclass that lies: every comparison and
-difference says 'equal', and its values are garbage."""
+difference says 'equal', and its values are wrong (3 out + 1). gradlab judges
+an ndarray subclass by its numbers, as a plain array: the lies never run."""
 import numpy as np
 
 import gradlab
