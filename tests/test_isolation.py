@@ -31,30 +31,23 @@ def check(name, checks=None, **kwargs):
 
 
 def left_running():
-    """Live processes started by this process's workers (they carry a worker's token)."""
+    """Live processes started by this process's workers that were stopped (they carry a worker's
+    token). Workers still in use (the pytest plugin keeps one per file for the session) are not counted."""
+    live = {token for session in list(remote._live) if session.proc is not None
+            for token in session.tokens.values()}
     found = set()
-    for token in remote.TOKENS:
+    for token in set(remote.TOKENS) - live:
         found |= {pid for pid in limits_mod.leftovers(set(), token) if _state(pid) not in (None, "Z")}
     return found
 
 
-def _zombies():
-    me = os.getpid()
-    return {pid for pid in limits_mod._pids() if (st := limits_mod._stat(pid)) and st[0] == me and st[3] == "Z"}
-
-
-_before = set()
-
-
-@pytest.fixture(autouse=True)
-def _zombies_before():
-    """Zombies other tests in this process left (their own subprocesses) are not ours to count."""
-    _before.clear()
-    _before.update(_zombies())
-
-
 def zombie_children():
-    return sorted(_zombies() - _before)
+    """What gradlab killed and did not reap: its zombie children among the processes its sweeps found.
+    (While a worker runs gradlab is a subreaper, so orphans of other programs' children may be
+    reparented to it too; those are not its to reap.)"""
+    me = os.getpid()
+    return sorted(pid for pid in set(limits_mod.SWEPT)
+                  if (st := limits_mod._stat(pid)) and st[0] == me and st[3] == "Z")
 
 
 def _state(pid):

@@ -166,6 +166,10 @@ def sweep(worker_pids, token, rounds=50):
         kill_all(alive)
         time.sleep(0.002)
     _reap(seen)
+    SWEPT.extend(seen)
+
+
+SWEPT = []     # every process a sweep found and killed (the tests check that none is left, zombie or not)
 
 
 def _reap(pids):
