@@ -2,6 +2,7 @@
 Each hostile submission in tests/zoo/hostile/ does one bad thing. Whatever it
 does: the right verdict with one clear line, gradlab alive, nothing left
 running, and the next submission in the same process unaffected."""
+import gc
 import json
 import os
 import subprocess
@@ -33,6 +34,7 @@ def check(name, checks=None, **kwargs):
 def left_running():
     """Live processes started by this process's workers that were stopped (they carry a worker's
     token). Workers still in use (the pytest plugin keeps one per file for the session) are not counted."""
+    gc.collect()           # a session dropped without close() stops its worker when collected
     live = {token for session in list(remote._live) if session.proc is not None
             for token in session.tokens.values()}
     found = set()

@@ -165,7 +165,7 @@ def sweep(worker_pids, token, rounds=50):
             break
         kill_all(alive)
         time.sleep(0.002)
-    _reap(seen)
+    _reap_all(seen)
     SWEPT.extend(seen)
 
 
@@ -181,6 +181,31 @@ def _reap(pids):
                 os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
                 pass
+
+
+def _reap_all(pids, seconds=2.0):
+    """Wait (briefly) until each killed process is gone, reaping those that die as
+    gradlab's children: a SIGKILL takes effect a moment later, and an orphan is
+    reparented to gradlab only once its own parent has died."""
+    me = os.getpid()
+    pending = set(pids)
+    deadline = time.monotonic() + seconds
+    while pending:
+        for pid in list(pending):
+            st = _stat(pid)
+            if st is None:
+                pending.discard(pid)
+            elif st[3] == "Z":
+                if st[0] != me:
+                    pending.discard(pid)          # another process's zombie: its to reap
+                    continue
+                try:
+                    os.waitpid(pid, os.WNOHANG)   # gone by the next look
+                except ChildProcessError:
+                    pending.discard(pid)
+        if not pending or time.monotonic() > deadline:
+            break
+        time.sleep(0.002)
 
 
 # ---- how a worker ended, in words ---------------------------------------------------------

@@ -54,6 +54,16 @@ def _close_all():
 atexit.register(_close_all)
 
 
+def _stop(proc, token, tmp):
+    if proc.poll() is None:
+        limits_mod.sweep({proc.pid}, token)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def close_all():
     """Kill every worker this process started (the CLI's Ctrl-C path)."""
     _close_all()
@@ -281,6 +291,8 @@ class Session:
                 os.close(to_parent)
         self.tokens[self.proc.pid] = token
         TOKENS.append(token)
+        # a session dropped without close() (or still open at exit) does not leave its worker running
+        weakref.finalize(self, _stop, self.proc, token, self.tmp)
         self.output = open(out_path, "rb")
         self.output_pos = 0
         self.chan = Channel(from_child, to_child, blocking=False)
