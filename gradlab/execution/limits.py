@@ -165,7 +165,7 @@ def sweep(worker_pids, token, rounds=50):
             break
         kill_all(alive)
         time.sleep(0.002)
-    _reap_all(seen)
+    _reap_all(seen, seen | worker_pids)
     SWEPT.extend(seen)
 
 
@@ -183,10 +183,10 @@ def _reap(pids):
                 pass
 
 
-def _reap_all(pids, seconds=2.0):
+def _reap_all(pids, killed, seconds=2.0):
     """Wait (briefly) until each killed process is gone, reaping those that die as
-    gradlab's children: a SIGKILL takes effect a moment later, and an orphan is
-    reparented to gradlab only once its own parent has died."""
+    gradlab's children: a SIGKILL takes effect a moment later, and a zombie whose
+    parent was killed too is reparented to gradlab once that parent has exited."""
     me = os.getpid()
     pending = set(pids)
     deadline = time.monotonic() + seconds
@@ -197,8 +197,9 @@ def _reap_all(pids, seconds=2.0):
                 pending.discard(pid)
             elif st[3] == "Z":
                 if st[0] != me:
-                    pending.discard(pid)          # another process's zombie: its to reap
-                    continue
+                    if st[0] not in killed:
+                        pending.discard(pid)      # the zombie of a process that lives on: its to reap
+                    continue                      # its parent was killed: it comes to gradlab
                 try:
                     os.waitpid(pid, os.WNOHANG)   # gone by the next look
                 except ChildProcessError:
