@@ -26,6 +26,8 @@ Values are encoded as JSON trees with one-letter tags for what JSON lacks:
     {"ma": <array>, "mask": <bool array>}                   a numpy.ma.MaskedArray (other ndarray subclasses
                                                             travel as their numbers, a plain array)
     {"cfg": {...}}                                          a gradlab Config (parent to worker only)
+    {"rng": {...}}                                          a np.random.Generator's state (parent to worker;
+                                                            its state after the call comes back)
 """
 import json
 import os
@@ -287,7 +289,7 @@ class Decoder:
                     raise ProtocolError("an unhashable dict key") from None
                 out[key] = self.decode(pair[1], depth + 1)
             return out
-        if "r" in node or "o" in node or "x" in node or "cfg" in node:
+        if "r" in node or "o" in node or "x" in node or "cfg" in node or "rng" in node:
             return self.object_hook(node)
         raise ProtocolError("an unknown tag")
 

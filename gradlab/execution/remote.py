@@ -265,6 +265,7 @@ class Session:
         self.released = []
         self.next_handle = 1
         self.tokens = {}             # pid -> environment token of that worker
+        self._rngs = []              # np.random.Generators passed to the current call
         self.requests = 0            # requests answered so far (slots found at a build stay valid until the next)
         self.files = ()
 
@@ -426,6 +427,9 @@ class Session:
                 return {"r": handle}
             if isinstance(obj, Config):
                 return {"cfg": obj.to_dict()}
+            if isinstance(obj, np.random.Generator):     # sent as its state; what the call draws comes back
+                self._rngs.append(obj)
+                return {"rng": obj.bit_generator.state}
             raise TypeError(f"gradlab cannot send a {type(obj).__name__} to its worker")
 
         return Encoder(array_tag, object_tag)
@@ -647,6 +651,7 @@ class Session:
         return reply
 
     def call(self, what, handle, method, args, kwargs):
+        self._rngs = []
         enc = self._encoder()
         args_node = [enc.encode(a) for a in args]
         kwargs_node = enc.encode(dict(kwargs))
@@ -656,7 +661,22 @@ class Session:
         if isinstance(value, RemoteObject) and type(reply.get("slots")) is list:
             object.__setattr__(value, "_slots", (self.requests, self._slot_list(reply, reply["slots"])))
         self._rebind(reply, args, kwargs)
+        self._advance(reply)
         return value
+
+    def _advance(self, reply):
+        """The random generators passed to the call, moved on as far as the student's code drew from them."""
+        states = reply.get("rngs") or []
+        if type(states) is not list or len(states) != len(self._rngs):
+            raise ProtocolError("bad generator states")
+        for rng, state in zip(self._rngs, states):
+            if not (isinstance(state, dict) and state.get("bit_generator") == rng.bit_generator.state.get(
+                    "bit_generator")):
+                raise ProtocolError("a bad generator state")
+            try:
+                rng.bit_generator.state = state
+            except (TypeError, ValueError, KeyError, OverflowError):
+                raise ProtocolError("a bad generator state") from None
 
     def _rebind(self, reply, args, kwargs):
         """Apply what the call did to the dicts and lists it was given."""

@@ -48,6 +48,7 @@ class State:
         self.files = ()
         self.dump = dump_file
         self.factories = set()   # handles of registered factories
+        self.rngs = []           # generators decoded for the current call (their states go back)
 
     # ---- handles -------------------------------------------------------------------
     def new_handle(self):
@@ -108,6 +109,10 @@ class State:
                 return self.arrays[node["x"]][0]
             if "cfg" in node:
                 return _config(node["cfg"])
+            if "rng" in node:
+                rng = _generator(node["rng"])
+                self.rngs.append(rng)
+                return rng
             raise ValueError("unknown object tag")
 
         def array_hook(handle, array):
@@ -174,6 +179,7 @@ class State:
         return out
 
     def call(self, header, dec, enc):
+        self.rngs = []
         target = self.objects[header["target"]]
         method = header.get("method")
         args = dec.decode(header.get("args", []))
@@ -194,6 +200,7 @@ class State:
             except _StudentRaised:
                 pass
         reply["rebound"] = self.rebound(containers, enc)
+        reply["rngs"] = [rng.bit_generator.state for rng in self.rngs]
         return reply
 
     def rebound(self, containers, enc):
@@ -370,6 +377,16 @@ def _same_entries(container, before):
     if type(container) is dict:
         return container.keys() == before.keys() and all(container[k] is before[k] for k in before)
     return len(container) == len(before) and all(a is b for a, b in zip(container, before))
+
+
+def _generator(state):
+    """A np.random.Generator in the state gradlab's had (only NumPy's own bit generators)."""
+    name = state.get("bit_generator") if isinstance(state, dict) else None
+    if name not in ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"):
+        raise ValueError(f"unknown bit generator {name!r}")
+    bits = getattr(np.random, name)()
+    bits.state = state
+    return np.random.Generator(bits)
 
 
 def _config(fields):
