@@ -12,7 +12,6 @@ attention holds (T, T), so it quadruples. The growth exponent log2(peak ratio) m
 stay below 1.5; it is reported, with the peak in bytes per chunk_size * T score
 entries, as the check's figures."""
 import math
-import tracemalloc
 
 import numpy as np
 
@@ -93,17 +92,9 @@ def chunking(subject, rng):
 
 def peak_bytes(subject, T, rng, dtype):
     Q, K, V = (rng.standard_normal((1, MEMORY_HEADS, T, MEMORY_DK)).astype(dtype) for _ in range(3))
-    tracing = tracemalloc.is_tracing()      # someone else's tracing (python -X tracemalloc) is left running
-    if not tracing:
-        tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
+    with subject.peak_memory() as measured:      # where the code runs (a worker process, or here)
         call_chunked(subject, Q, K, V, MEMORY_CHUNK)
-        return tracemalloc.get_traced_memory()[1] - before
-    finally:
-        if not tracing:
-            tracemalloc.stop()
+    return measured["peak"]
 
 
 @check("memory", needs={CHUNKED}, order=21,

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 import weakref
 
 import numpy as np
@@ -266,6 +267,7 @@ class Session:
         self.next_handle = 1
         self.tokens = {}             # pid -> environment token of that worker
         self._rngs = []              # np.random.Generators passed to the current call
+        self.trace_memory = None     # {"peak": bytes} while Subject.peak_memory measures calls
         self.requests = 0            # requests answered so far (slots found at a build stay valid until the next)
         self.files = ()
 
@@ -655,14 +657,28 @@ class Session:
         enc = self._encoder()
         args_node = [enc.encode(a) for a in args]
         kwargs_node = enc.encode(dict(kwargs))
-        reply = self.request({"op": "call", "target": handle, "method": method, "args": args_node,
-                              "kwargs": kwargs_node}, enc.buffers, what)
+        header = {"op": "call", "target": handle, "method": method, "args": args_node, "kwargs": kwargs_node,
+                  "err": np.geterr()}
+        if self.trace_memory is not None:
+            header["trace"] = True
+        reply = self.request(header, enc.buffers, what)
+        self._warn(reply)
+        if self.trace_memory is not None and type(reply.get("peak")) is int:
+            self.trace_memory["peak"] = max(self.trace_memory["peak"], reply["peak"])
         value = self._decode(reply, reply.get("value"))
         if isinstance(value, RemoteObject) and type(reply.get("slots")) is list:
             object.__setattr__(value, "_slots", (self.requests, self._slot_list(reply, reply["slots"])))
         self._rebind(reply, args, kwargs)
         self._advance(reply)
         return value
+
+    def _warn(self, reply):
+        """NumPy's warnings from the call (overflow encountered in exp, ...), raised here as there."""
+        seen = reply.get("warnings") or []
+        for item in seen[:20] if type(seen) is list else ():
+            if type(item) is list and len(item) == 2 and all(isinstance(t, str) for t in item):
+                category = RuntimeWarning if item[0] == "RuntimeWarning" else UserWarning
+                warnings.warn(item[1][:300], category, stacklevel=3)
 
     def _advance(self, reply):
         """The random generators passed to the call, moved on as far as the student's code drew from them."""

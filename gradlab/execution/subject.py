@@ -6,7 +6,9 @@ The same Subject serves a module running in gradlab's own process and one
 running in a worker process (gradlab.execution.remote): there the module is a
 proxy, its parameters are mirrors, and discovery runs in the worker. Checks
 use only the public methods below, never the student's objects directly."""
+import contextlib
 import inspect
+import tracemalloc
 
 import numpy as np
 
@@ -221,6 +223,31 @@ class Subject:
         """obj.name, or None when it has none (e.g. attn_weights, mixed_precision's loss_scale);
         guarded: a property of the student's that raises is the module's error."""
         return self.run(f"reading {name}", getattr, obj, name, None)
+
+    @contextlib.contextmanager
+    def peak_memory(self):
+        """{"peak": bytes}: the peak that the block's calls into the student's code allocate
+        (tracemalloc, which sees NumPy's arrays), measured where the code runs."""
+        box = {"peak": 0}
+        if self.remote:
+            session = self.registration.target._session
+            session.trace_memory = box
+            try:
+                yield box
+            finally:
+                session.trace_memory = None
+            return
+        tracing = tracemalloc.is_tracing()      # someone else's tracing (python -X tracemalloc) is left running
+        if not tracing:
+            tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            yield box
+            box["peak"] = tracemalloc.get_traced_memory()[1] - before
+        finally:
+            if not tracing:
+                tracemalloc.stop()
 
     def kept_attention(self, module):
         """Every attn_weights array the module keeps, on itself or on its parts

@@ -25,6 +25,8 @@ import faulthandler
 import signal
 import sys
 import traceback
+import tracemalloc
+import warnings
 
 # Bound before any student code runs: a file that patches these later does not reach them.
 from gradlab.execution.protocol import Channel, ChannelClosed, Decoder, Encoder, lengths_of, same_bytes
@@ -186,12 +188,20 @@ class State:
         kwargs = dec.decode(header.get("kwargs", {"d": []}))
         containers = _containers(args, kwargs)
         fn = target if method is None else None
-        with self.student(header):
+        err = header.get("err") if isinstance(header.get("err"), dict) else {}
+        trace = header.get("trace") is True
+        with self.student(header), _np_warnings(err) as seen:
             if fn is None:
                 fn = getattr(target, method)
-            value = fn(*args, **kwargs)
+            if trace:
+                value, peak = _traced(fn, args, kwargs)
+            else:
+                value, peak = fn(*args, **kwargs), None
             node = enc.encode(value)        # may read the student's object (its callables): still guarded
-        reply = {"value": node}
+        reply = {"value": node, "warnings": [[type(w.message).__name__, str(w.message)[:300]] for w in seen[:20]
+                                              if isinstance(w.message, Warning)]}
+        if peak is not None:
+            reply["peak"] = peak
         if header["target"] in self.factories and isinstance(node, dict) and "r" in node:
             with self.student(header):
                 self.build_ids[node["r"]] = _arrays_at_build(value)
@@ -377,6 +387,43 @@ def _same_entries(container, before):
     if type(container) is dict:
         return container.keys() == before.keys() and all(container[k] is before[k] for k in before)
     return len(container) == len(before) and all(a is b for a, b in zip(container, before))
+
+
+class _np_warnings:
+    """NumPy's floating-point error handling as gradlab has it where the call is made
+    (np.errstate there), and the warnings the call raises, recorded to be shown there."""
+
+    def __init__(self, err):
+        self.err = {k: v for k, v in err.items() if k in ("divide", "over", "under", "invalid")
+                    and v in ("ignore", "warn", "raise", "call", "print", "log")}
+
+    def __enter__(self):
+        self.state = np.errstate(**self.err)
+        self.state.__enter__()
+        self.catcher = warnings.catch_warnings(record=True)
+        seen = self.catcher.__enter__()
+        warnings.simplefilter("always")
+        return seen
+
+    def __exit__(self, *exc):
+        self.catcher.__exit__(*exc)
+        self.state.__exit__(*exc)
+        return False
+
+
+def _traced(fn, args, kwargs):
+    """fn(*args, **kwargs) and the peak bytes it allocated (tracemalloc, here where it runs)."""
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        value = fn(*args, **kwargs)
+        return value, tracemalloc.get_traced_memory()[1] - before
+    finally:
+        if not tracing:
+            tracemalloc.stop()
 
 
 def _generator(state):
