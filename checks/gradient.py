@@ -44,7 +44,7 @@ from gradlab.execution.loader import reference as reference_impl
 from gradlab.numerics.engine import EPS, Engine, Tensor, eps_of, random_direction
 from gradlab.numerics.repeatable import require_repeatable
 from gradlab.numerics.tolerance import (IDIOM_WALK, NOISE_CANNOT_JUDGE, TWIN_MATCH, TWIN_MATCH_FLOAT16, division_idiom,
-                                        idiom_allowance, idiom_row_bound, twin_rounding)
+                                        idiom_allowance, loss_row_bounds, twin_rounding)
 from gradlab.contract.records import heatmap, table
 from gradlab.execution.subject import (IGNORE_INDEX, LOG_GUARD, Subject, call_cross_entropy, copies, loss_inputs,
                                       loss_options, randomize_params, takes_ignore_index, with_ignored)
@@ -387,12 +387,7 @@ def _loss_idiom(logits, targets, ignore, analytical):
       is shift-invariant, eps or not), a correct row sums to 0 so the product stays 0, and the target
       entry, which dominates a_r and would vanish from the projection, keeps a full-sized component."""
     V = logits.shape[-1]
-    z = logits.astype(np.float64).reshape(-1, V)
-    t = np.asarray(targets).reshape(-1)
-    keep = np.ones(t.shape, bool) if ignore is None else t != ignore
-    logp = z - z.max(axis=1, keepdims=True)
-    logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
-    bound = np.where(keep, idiom_row_bound(np.exp(logp[np.arange(t.size), np.where(keep, t, 0)])), 0.0)
+    bound, keep = loss_row_bounds(logits, targets, ignore)
     a = analytical.reshape(-1, V)
     norms = (a * a).sum(axis=1)
     project = keep & (norms > 0)

@@ -26,7 +26,7 @@ from gradlab.execution.subject import (IGNORE_INDEX, LOG_GUARD, accepts_keyword,
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.weights import load_reference, named_params, random_reference
 from gradlab.numerics.repeatable import require_repeatable
-from gradlab.numerics.tolerance import IDIOM_EPS, idiom_row_bound, tolerance
+from gradlab.numerics.tolerance import IDIOM_EPS, loss_row_bounds, tolerance
 
 # |student - reference| <= atol + rtol * (largest |reference| entry), rtol and atol from the
 # "forward" row of gradlab.numerics.tolerance. The reference is computed in float64 from the very
@@ -519,13 +519,7 @@ def _idiom_allowance(logits, targets, ignore, want_grad):
     change on this input. Row r: the loss term by log(1 + eps / p_r) <= eps / p_r, averaged like the
     loss; its gradient (differentiated exactly, with the eps) by the fraction eps / (p_r + eps)."""
     V = logits.shape[-1]
-    z = logits.astype(np.float64).reshape(-1, V)
-    t = np.asarray(targets).reshape(-1)
-    keep = np.ones(t.shape, bool) if ignore is None else t != ignore
-    logp = z - z.max(axis=1, keepdims=True)
-    logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
-    p_t = np.exp(logp[np.arange(t.size), np.where(keep, t, 0)])
-    bound = np.where(keep, idiom_row_bound(p_t), 0.0)
+    bound, keep = loss_row_bounds(logits, targets, ignore)
     loss_allow = float(bound.sum()) / max(int(keep.sum()), 1)
     grad_allow = (np.abs(want_grad).reshape(-1, V) * bound[:, None]).reshape(want_grad.shape)
     return loss_allow, grad_allow

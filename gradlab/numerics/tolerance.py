@@ -185,6 +185,19 @@ def idiom_row_bound(p_target):
     return IDIOM_EPS / np.maximum(np.asarray(p_target, dtype=np.float64), 1e-300)
 
 
+def loss_row_bounds(logits, targets, ignore=None):
+    """(bound per row, counted rows) of a cross-entropy-like loss on `logits` (..., V): for each row,
+    idiom_row_bound of the probability softmax gives its target; 0 for rows equal to `ignore`."""
+    V = logits.shape[-1]
+    z = logits.astype(np.float64).reshape(-1, V)
+    t = np.asarray(targets).reshape(-1)
+    keep = np.ones(t.shape, bool) if ignore is None else t != ignore
+    logp = z - z.max(axis=1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
+    p_target = np.exp(logp[np.arange(t.size), np.where(keep, t, 0)])
+    return np.where(keep, idiom_row_bound(p_target), 0.0), keep
+
+
 def idiom_allowance(products, relative):
     """The directional gradient check's allowance for a sound idiom that moves every element's
     gradient by up to `relative` of itself (at most IDIOM_EPS): signs unrelated to the random
