@@ -177,7 +177,19 @@ class CheckFailed(Exception):
     """Raised by an item whose check failed; shown as the check's message only."""
 
 
-class GradlabItem(pytest.Item):
+class _Item(pytest.Item):
+    """What gradlab's items share: a failure shows gradlab's message, not a traceback through gradlab."""
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, CheckFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, self.nodeid
+
+
+class GradlabItem(_Item):
     def __init__(self, *, case, **kwargs):
         super().__init__(**kwargs)
         self.case = case
@@ -190,16 +202,8 @@ class GradlabItem(pytest.Item):
         if not record.ok:
             raise CheckFailed(testing.failure_text(self.case, record, seed))
 
-    def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, CheckFailed):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
 
-    def reportinfo(self):
-        return self.path, None, self.nodeid
-
-
-class GradlabLoadError(pytest.Item):
+class GradlabLoadError(_Item):
     """A --gradlab-impl among several that cannot be loaded (syntax error, import
     error, no registration): fails with gradlab's one line, and leaves a record
     so the report lists that file too."""
@@ -216,14 +220,6 @@ class GradlabLoadError(pytest.Item):
                                  "config": {}, "record": record.to_dict()})
         where = os.fspath(self.impl)
         raise CheckFailed(self.message if os.path.basename(where) in self.message else f"{where}: {self.message}")
-
-    def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, CheckFailed):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
-
-    def reportinfo(self):
-        return self.path, None, self.nodeid
 
 
 def assemble(records, impls=()):
