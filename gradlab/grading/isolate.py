@@ -1,27 +1,20 @@
-"""Each student's job in a process of its own, killed at the submission's time limit.
+"""Each student's job in a trusted gradlab process of its own: N judges on N cores.
 
 `run_isolated(entry, kinds, rubric, seed, limits)` -> StudentResult dict. The job
 (gradlab.grading.job.grade_submission) runs in a child forked from a
-forkserver that has NumPy, gradlab and its checks imported already, so a child
-costs a fork, not an interpreter start. The child:
+forkserver that has NumPy, gradlab and its checks imported already (a child
+costs a fork, not an interpreter start). The child never imports the student's
+code: grade_submission opens each file in a worker process
+(gradlab.execution.remote), which enforces the per-call and whole-submission
+time limits and the memory and output limits, and turns a worker's death into
+the running check's error. The checks are CPU-bound Python, so one judging
+process per core is what grades N students at once.
 
-- starts its own session (process group), so the student's threads and child
-  processes die with it;
-- gets limits on address space and on the size of what it writes, its stdout
-  and stderr go to a file in a fresh scratch folder (its working directory);
-- tells the parent, through an events file, what it starts and finishes.
-
-When the child ends early (os._exit, a signal, a crash, the time limit), the
-parent knows from the events where: the file being imported is marked broken
-with the reason, the check running gets an error with the reason, the kind's
-later checks are not run, and a fresh child grades the kinds after it with
-the time that is left. One student's endless loop costs that student the
-time limit and nobody else anything.
-
-When gradlab.check itself runs a file in a worker process (the worker issue),
-this wrapper becomes a plain call of grade_submission.
+The child starts its own session, so whatever is left of it dies with it, and
+returns its result in a file. A child that ends without one is gradlab's
+failure, not the student's code (which runs elsewhere): every kind of that
+student gets the error, never a pass.
 """
-import itertools
 import json
 import multiprocessing
 import os
@@ -34,7 +27,6 @@ import time
 from multiprocessing import spawn
 
 from gradlab.contract.errors import UsageError
-from gradlab.contract.records import ERROR, SKIP, CheckRecord, KindResult
 from gradlab.grading.job import Limits, StudentResult, failed_kind, grade_submission
 
 PRELOAD = ["gradlab.grading.preload"]
@@ -95,34 +87,28 @@ def _preparation_data(name):
     return data
 
 
+GRACE = 30.0   # seconds past the submission's wall time the judging may take (workers start, reports render)
+
+
 def run_isolated(entry, kinds, rubric, seed, limits=Limits()):
-    """Grade one entry in child processes; returns the StudentResult as a dict."""
+    """Grade one entry in a child process; returns the StudentResult as a dict."""
     start = time.monotonic()
-    deadline = start + limits.wall
-    skip = {"files": {}, "kinds": {}}
-    notes = []
     scratch = tempfile.mkdtemp(prefix="gradlab-job-")
     try:
-        for attempt in itertools.count():   # each attempt gets further: a file or a kind fewer to do
-            events_path = os.path.join(scratch, f"events-{attempt}.jsonl")
-            workdir = tempfile.mkdtemp(dir=scratch)
-            outcome = _run_child(entry, kinds, rubric, seed, limits, skip, events_path, workdir, deadline)
-            events = _read_events(events_path)
-            final = [e for e in events if e["event"] == "end"]
-            if final:
-                result = StudentResult.from_dict(final[0]["result"])
-                result.notes = notes + result.notes
-                report = final[0].get("report_html")
-                break
-            if not events and outcome != "timeout":   # it died before any student code could run: ours
-                why = _why(outcome, limits).replace("the process running it ", "")
-                raise UsageError(f"a grading job could not start ({why}; its error is above); "
-                                 f"nothing was graded for {entry.student}")
-            progress = _progress(events, kinds, rubric, seed, entry.student, outcome, skip, notes, limits)
-            if outcome == "timeout" or not progress:
-                result = _give_up(entry, kinds, rubric, seed, skip, notes, outcome, limits)
-                report = None
-                break
+        result_path = os.path.join(scratch, "result.json")
+        workdir = tempfile.mkdtemp(dir=scratch)
+        outcome = _run_child(entry, kinds, rubric, seed, limits, result_path, workdir,
+                             start + limits.wall + GRACE)
+        done = _read_result(result_path)
+        if done is None or "crash" in done:
+            why = (f"gradlab's grading job failed: {done['crash']}; please report it" if done
+                   else _why(outcome, limits))
+            if outcome != "timeout" and done is None and not os.path.exists(os.path.join(workdir, "started")):
+                raise UsageError(f"a grading job could not start ({why.replace('the process running it ', '')}; "
+                                 f"its error is above); nothing was graded for {entry.student}")
+            result, report = _give_up(entry, kinds, rubric, seed, why), None
+        else:
+            result, report = StudentResult.from_dict(done["result"]), done.get("report_html")
         result.seconds = time.monotonic() - start
         out = result.to_dict()
         if report is not None:
@@ -132,11 +118,11 @@ def run_isolated(entry, kinds, rubric, seed, limits=Limits()):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _run_child(entry, kinds, rubric, seed, limits, skip, events_path, workdir, deadline):
+def _run_child(entry, kinds, rubric, seed, limits, result_path, workdir, deadline):
     if _stopping:
         raise Stopped()
     ctx = context()
-    proc = ctx.Process(target=_child, args=(entry, kinds, rubric, seed, limits, skip, events_path, workdir),
+    proc = ctx.Process(target=_child, args=(entry, kinds, rubric, seed, limits, result_path, workdir),
                        daemon=True)
     _starting.job = True
     try:
@@ -152,7 +138,7 @@ def _run_child(entry, kinds, rubric, seed, limits, skip, events_path, workdir, d
             _kill_group(proc)
             proc.join()
             return "timeout"
-        _kill_group(proc)   # whatever the student started in the child's session
+        _kill_group(proc)
         return proc.exitcode
     finally:
         _live.discard(proc.pid)
@@ -167,43 +153,34 @@ def _kill_group(proc):
         proc.kill()
 
 
-def _child(entry, kinds, rubric, seed, limits, skip, events_path, workdir):
-    """In the child: isolate, grade, write the result as the last event, exit hard."""
+def _child(entry, kinds, rubric, seed, limits, result_path, workdir):
+    """In the child (gradlab's code only): grade through workers, write the result, exit hard."""
     os.setsid()
-    mb = 1 << 20
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb, limits.memory_mb * mb))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.output_mb * mb, limits.output_mb * mb))
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # writing past the limit fails, it does not kill
-    except (ValueError, OSError):
-        pass
-    events = open(events_path, "a", buffering=1)
-    events.write('{"event": "start"}\n')
+    open(os.path.join(workdir, "started"), "w").close()
     out = os.open(os.path.join(workdir, "output.txt"), os.O_WRONLY | os.O_CREAT, 0o600)
     os.dup2(out, 1)
     os.dup2(out, 2)
     os.chdir(workdir)
     from gradlab.execution import harness
     harness.set_quiet(True)
-
-    def emit(event):
-        events.write(json.dumps(event, default=_jsonable) + "\n")
-
     code = 0
     try:
-        result = grade_submission(entry, kinds, rubric, seed, limits, skip=skip, on_event=emit,
+        result = grade_submission(entry, kinds, rubric, seed, limits,
                                   workdir=os.path.join(workdir, "files")).to_dict()
         from gradlab.grading.outputs import render_student_report
         html = render_student_report(result, rubric)   # here, so N reports render on N cores
         result["cpu_seconds"] = sum(getattr(resource.getrusage(who), f)
                                     for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
                                     for f in ("ru_utime", "ru_stime"))
-        emit({"event": "end", "result": result, "report_html": html})
-    except BaseException as e:   # a bug of ours: the parent reports it as the job's crash
-        emit({"event": "crash", "error": f"{type(e).__name__}: {e}"})
+        done = {"result": result, "report_html": html}
+    except BaseException as e:   # a bug of ours: the parent reports it
+        done = {"crash": f"{type(e).__name__}: {e}"}
         code = 3
-    events.close()
-    os._exit(code)   # no atexit, no waiting for the student's threads
+    tmp = result_path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(done, fh, default=_jsonable)
+    os.replace(tmp, result_path)
+    os._exit(code)   # no atexit
 
 
 def _jsonable(value):
@@ -216,18 +193,12 @@ def _jsonable(value):
     return str(value)
 
 
-def _read_events(path):
-    events = []
+def _read_result(path):
     try:
         with open(path) as fh:
-            for line in fh:
-                try:
-                    events.append(json.loads(line))
-                except ValueError:
-                    break   # a line cut short by the kill
-    except FileNotFoundError:
-        pass
-    return events
+            return json.load(fh)
+    except (FileNotFoundError, ValueError):
+        return None
 
 
 def _why(outcome, limits):
@@ -244,60 +215,9 @@ def _why(outcome, limits):
     return f"the process running it exited with status {outcome} (os._exit or a crash)"
 
 
-def _progress(events, kinds, rubric, seed, student, outcome, skip, notes, limits):
-    """Learn from a child that ended early; True when the next child can get further."""
-    why = _why(outcome, limits)
-    crash = [e for e in events if e["event"] == "crash"]
-    if crash:
-        why = f"gradlab's grading job failed: {crash[0]['error']}; please report it"
-    for e in events:
-        if e["event"] == "kind_done":
-            skip["kinds"][e["kind"]] = e["result"]
-        if e["event"] == "discovered":
-            skip["missing"] = e["missing"]   # kinds no file registers: known without running anything
-    started = [e for e in events if e["event"] in ("import", "imported", "kind", "kind_done")]
-    if not started:
-        return False
-    last = started[-1]
-    if last["event"] == "import":
-        skip["files"][last["file"]] = f"importing {last['file']}: {why}"
-        notes.append(f"{last['file']}: {why} while it was imported")
-        return True
-    if last["event"] == "kind":
-        kind = last["kind"]
-        records = [CheckRecord.from_dict(e["record"]) for e in events
-                   if e["event"] == "record" and e["kind"] == kind]
-        skip["kinds"][kind] = _cut_short(kind, student, seed, rubric.checks(kind), records, why).to_dict()
-        notes.append(f"{kind}: {why}")
-        return True
-    return False
-
-
-def _cut_short(kind, student, seed, planned, records, why):
-    """The checks that finished keep their verdicts; the one that was running
-    gets the error, and the kind's checks after it are not run."""
-    result = KindResult(kind, student, seed, {})
-    result.checks = list(records)
-    done = {r.name for r in records}
-    waiting = [name for name in planned if name not in done]
-    for i, name in enumerate(waiting):
-        if i == 0:
-            result.checks.append(CheckRecord(name, ERROR, f"{kind}: {why}, during this check"))
-        else:
-            result.checks.append(CheckRecord(name, SKIP, f"not run: {why} during an earlier check"))
-    return result
-
-
-def _give_up(entry, kinds, rubric, seed, skip, notes, outcome, limits):
-    why = _why(outcome, limits)
-    result = StudentResult(entry.student, entry.digest(), sorted(entry.files), notes=notes)
+def _give_up(entry, kinds, rubric, seed, why):
+    result = StudentResult(entry.student, entry.digest(), sorted(entry.files), notes=[why])
     for kind in kinds:
-        if kind in skip["kinds"]:
-            result.kinds[kind] = skip["kinds"][kind]
-        elif kind in skip.get("missing", {}):
-            result.kinds[kind] = failed_kind(kind, entry.student, seed, rubric.checks(kind),
-                                             skip["missing"][kind]).to_dict()
-        else:
-            result.kinds[kind] = failed_kind(kind, entry.student, seed, rubric.checks(kind),
-                                             f"{kind}: not graded: {why}").to_dict()
+        result.kinds[kind] = failed_kind(kind, entry.student, seed, rubric.checks(kind),
+                                         f"{kind}: not graded: {why}").to_dict()
     return result

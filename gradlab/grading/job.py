@@ -10,11 +10,15 @@ result: a kind nobody registered, or that a file which failed to import would
 have registered, gets each of its checks as an error with the reason. A file
 that fails to import costs only the kinds it would have registered.
 
-This function runs the student's code in the process that calls it; the
-grader runs it in a process of its own (gradlab.grading.isolate), which is
-what keeps one student's endless loop or os._exit from costing anyone else.
-`skip` and `on_event` let that wrapper resume after such a death.
+Each file is opened in a worker process of its own (gradlab.execution.remote:
+the student's code runs there, under the per-call and whole-submission time
+limits, the memory and output limits); the process that calls this function
+runs the checks and computes every verdict from the numbers the worker sends
+back, and never imports the student's code. A worker that dies (os._exit, a
+signal, a limit) costs the check that was running an error, and the next call
+gets a fresh worker. `isolate=False` imports the files here (debugging only).
 """
+import contextlib
 import os
 import random
 import re
@@ -28,6 +32,7 @@ import numpy as np
 from gradlab.contract.errors import UsageError
 from gradlab.contract.records import ERROR, CheckRecord, KindResult
 from gradlab.execution import harness, loader
+from gradlab.execution.limits import Limits as WorkerLimits
 from gradlab.execution.plan import Plan
 from gradlab.execution.runner import time_limit
 
@@ -38,11 +43,18 @@ DEFAULT_WALL = 300.0     # seconds for one whole submission
 class Limits:
     wall: float = DEFAULT_WALL                  # whole submission (the grader kills the job past it)
     call: float = harness.DEFAULT_TIMEOUT       # one call into the student's code
-    memory_mb: int = 4096                       # address space of the job
+    memory_mb: int = 4096                       # address space of the student's worker
     output_mb: int = 16                         # what the student's code may print or write
 
     def per_call(self):
         return min(self.call, self.wall)
+
+    def for_worker(self, deadline):
+        """The worker's limits for a file opened now: the per-call limit, and what is
+        left of the submission's wall time (every file of a student shares it)."""
+        left = max(0.1, round(deadline - time.monotonic(), 1))
+        return WorkerLimits(timeout=self.per_call(), wall=left, memory_mb=self.memory_mb,
+                            output_mb=self.output_mb, workers=os.cpu_count() or 1)
 
 
 @dataclass
@@ -68,43 +80,31 @@ class StudentResult:
 REGISTER_LITERAL = re.compile(r"""register\(\s*["'](\w+)["']""")
 
 
-def grade_submission(entry, kinds, rubric, seed, limits=Limits(), *, skip=None, on_event=None, workdir=None):
+def grade_submission(entry, kinds, rubric, seed, limits=Limits(), *, workdir=None, isolate=True):
     """Grade one Entry; returns a StudentResult with a KindResult dict for every
-    kind in `kinds`. `skip` (a job resumed after its process died):
-    {"files": {file: reason not to import it again}, "kinds": {kind: KindResult
-    dict already known}}. `on_event(dict)` is told what starts and ends, so
-    whoever runs this in a process can tell where it died."""
+    kind in `kinds`. The student's files run in workers (one per file, closed
+    before this returns); `isolate=False` imports them in this process."""
     start = time.perf_counter()
-    skip = skip or {}
+    deadline = time.monotonic() + limits.wall
     own = workdir is None
     root = tempfile.mkdtemp(prefix="gradlab-grade-") if own else workdir
-
-    def emit(event):
-        if on_event:
-            on_event(_relative(event, root))
-
+    opened = []
     try:
         folder = os.path.join(root, entry.student)
         files, named, notes, broken = _materialise(entry, folder)
-        broken.update(skip.get("files", {}))
         result = StudentResult(entry.student, entry.digest(), sorted(entry.files), notes=notes)
         if not entry.files:
             broken["(submission)"] = "the submission holds no .py or .ipynb file"
-        found = _discover(files, broken, emit, result.notes, limits)
-        emit({"event": "discovered", "missing": {k: _missing_reason(k, found, broken, named)
-                                                 for k in kinds if k not in found}})
+        found = _discover(files, broken, result.notes, limits, deadline, isolate, opened)
         for kind in kinds:
-            if kind in skip.get("kinds", {}):
-                result.kinds[kind] = skip["kinds"][kind]
-                continue
-            emit({"event": "kind", "kind": kind})
-            kind_result = _grade_kind(kind, found, broken, named, rubric, seed, limits, result.student, emit)
+            kind_result = _grade_kind(kind, found, broken, named, rubric, seed, limits, result.student, isolate)
             result.kinds[kind] = _relative(kind_result.to_dict(), root)
-            emit({"event": "kind_done", "kind": kind, "result": result.kinds[kind]})
         result.notes = [_relative(n, root) for n in result.notes]
         result.seconds = time.perf_counter() - start
         return result
     finally:
+        for implementation in opened:
+            implementation.close()
         if own:
             shutil.rmtree(root, ignore_errors=True)
 
@@ -134,44 +134,52 @@ def _materialise(entry, folder):
     return files, named, notes, broken
 
 
-def _discover(files, broken, emit, notes, limits):
-    """{kind: (loaded implementation, name of the file that defines it)}: each file
-    is opened once (imported, or started in a worker) and serves every kind it
-    registers. Import failures go to `broken`."""
+def _discover(files, broken, notes, limits, deadline, isolate, opened):
+    """{kind: (opened implementation, name of the file that defines it)}: each file
+    is opened once, in a worker of its own, and serves every kind it registers.
+    Import failures (an exception, os._exit, a limit) go to `broken`."""
     found = {}
     for path, name in files.items():
         if name in broken:
             continue
-        emit({"event": "import", "file": name})
         try:
-            with time_limit(limits.per_call()):
-                loaded = loader.load(path)
+            if isolate:
+                loaded = loader.open_implementation(path, isolate=True, limits=limits.for_worker(deadline))
+            else:
+                with time_limit(limits.per_call()):
+                    loaded = loader.load(path)
         except UsageError as e:
             message = str(e)
             if "registers nothing" in message:   # a helper module: fine
                 continue
             broken[name] = message.replace(path, name)
+            notes.append(f"{name}: {broken[name]}")
             continue
+        opened.append(loaded)
         for kind, registration in loaded.registrations.items():
             owner = files.get(_owner(registration, files), name)
             if kind in found and found[kind][1] != owner:
                 notes.append(f"{kind} is registered by both {found[kind][1]} and {owner}; graded: {found[kind][1]}")
                 continue
             found[kind] = (loaded, owner)
-        emit({"event": "imported", "file": name})
     return found
 
 
 def _owner(registration, files):
     """The entry's file that defines the registered callable (a file that imports
-    a sibling sees the sibling's registrations too)."""
+    a sibling sees the sibling's registrations too): from the registration's
+    "file.py:12" (what a worker reports), or the function's code in-process."""
     code = getattr(registration.target, "__code__", None) or getattr(
         getattr(registration.target, "__init__", None), "__code__", None)
-    path = os.path.abspath(code.co_filename) if code else None
-    return path if path in files else None
+    if code is not None:
+        path = os.path.abspath(code.co_filename)
+        return path if path in files else None
+    base = str(registration.where).rsplit(":", 1)[0]
+    matches = [p for p in files if os.path.basename(p) == base]
+    return matches[0] if len(matches) == 1 else None
 
 
-def _grade_kind(kind, found, broken, named, rubric, seed, limits, student, emit):
+def _grade_kind(kind, found, broken, named, rubric, seed, limits, student, isolate):
     """The kind's checks (the rubric's) through the run plan every front end uses,
     on the implementation already opened for its file."""
     checks = rubric.checks(kind)
@@ -180,13 +188,14 @@ def _grade_kind(kind, found, broken, named, rubric, seed, limits, student, emit)
     loaded, name = found[kind]
     _reseed(seed)
     try:
-        with time_limit(limits.per_call()):
+        with contextlib.nullcontext() if isolate else time_limit(limits.per_call()):   # a worker keeps its own
             plan = Plan(loaded.name, kinds=kind, checks=checks, seed=seed, loaded=loaded)
-            kind_result = plan.run_kind(kind, lambda r, record: emit(
-                {"event": "record", "kind": kind, "record": record.to_dict()}))
+            kind_result = plan.run_kind(kind)
     except UsageError as e:
         return failed_kind(kind, student, seed, checks, f"{kind}: {e}".replace(loaded.name, name))
     kind_result.impl = f"{student}/{name}"
+    for record in kind_result.checks:   # the worker names `gradlab check`'s flag; grade's is --timeout
+        record.message = record.message.replace("raise it with --wall-time", "raise it with --timeout")
     return kind_result
 
 

@@ -1,0 +1,67 @@
+"""`gradlab grade` with students who patch gradlab at import to fake passes.
+
+The student's files run in a worker process; the checks run, and every verdict
+is computed, in a gradlab process that never imports them, so the patches change
+nothing there: the bugs these students hide are still found."""
+import os
+import pathlib
+
+from gradlab.grading.job import Limits
+from gradlab.grading.run import grade_class
+
+HOSTILE = pathlib.Path(__file__).parent / "zoo" / "hostile"
+
+# Everything a check could be faked with, patched at import; the module itself
+# returns zeros and gradients of zeros.
+PATCH_EVERYTHING = '''
+import sys
+import numpy as np
+import gradlab
+from gradlab.contract import records
+from gradlab.execution import plan, runner
+
+records.FAIL = records.ERROR = records.PASS
+runner.run_one = plan.run_one = lambda spec, subject, seed: records.CheckRecord(spec.name, records.PASS, "fine")
+plan.Plan.run_check = lambda self, kind, spec: records.CheckRecord(getattr(spec, "name", spec), records.PASS, "fine")
+for name, module in list(sys.modules.items()):
+    if name.startswith(("gradlab.checks", "gradlab.numerics")):
+        for attr in dir(module):
+            if attr.startswith(("check", "compare", "run")) and callable(getattr(module, attr)):
+                setattr(module, attr, lambda *a, **k: None)
+
+
+class Zeros:
+    def __init__(self, d):
+        self.params = {"gamma": np.ones(d), "beta": np.zeros(d)}
+        self.grads = {}
+
+    def forward(self, x):
+        return np.zeros_like(x)
+
+    def backward(self, g):
+        self.grads = {k: np.zeros_like(v) for k, v in self.params.items()}
+        return np.zeros_like(g)
+
+
+@gradlab.register("layernorm")
+def build(cfg):
+    return Zeros(cfg.d_model)
+'''
+
+
+def test_a_student_who_patches_gradlab_at_import_gets_no_pass_for_the_bug(tmp_path):
+    subs = tmp_path / "class"
+    mallory = subs / "mallory"                 # the zoo's patch_gradlab.py: a wrong gamma gradient, runner patched
+    mallory.mkdir(parents=True)
+    for name in ("patch_gradlab.py", "_layernorm.py"):
+        (mallory / name).write_text((HOSTILE / name).read_text())
+    (subs / "trudy.py").write_text(PATCH_EVERYTHING)   # zeros everywhere, every check function patched
+    results = grade_class(str(subs), str(tmp_path / "out"), kinds="layernorm", seed=3, workers=2,
+                          limits=Limits(wall=60), stream=open(os.devnull, "w"))
+    status = {s: {t["name"].split("::")[1]: t["status"] for t in r["tests"]} for s, r in results.items()}
+    assert status["mallory"]["gradient"] == "failed", status["mallory"]
+    assert "gamma" in next(t["output"] for t in results["mallory"]["tests"] if t["name"] == "layernorm::gradient")
+    assert status["trudy"]["reference"] == "failed" and status["trudy"]["gradient"] == "failed", status["trudy"]
+    for student, r in results.items():
+        assert r["score"] < r["tests"][0]["max_score"] * len(r["tests"]), student
+        assert all("fine" != t["output"].split("\n")[0] for t in r["tests"]), student
