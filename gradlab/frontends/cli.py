@@ -173,7 +173,7 @@ def cmd_check(args):
     if report_path:
         report_path = os.path.abspath(report_path)
     if args.explore is not None:
-        return cmd_explore(args, overrides)
+        return cmd_explore(args, overrides, run_limits_)
     progress = None
 
     def on_record(kind_result, record):
@@ -222,7 +222,7 @@ def cmd_check(args):
     return 0 if result.passed else 1
 
 
-def cmd_explore(args, overrides):
+def cmd_explore(args, overrides, run_limits_=None):
     """--explore N: the checks on N drawn configurations; the smallest failing one as a replay line."""
     from gradlab.contract.config import make_config
     from gradlab.contract.kinds import get_kind
@@ -243,11 +243,16 @@ def cmd_explore(args, overrides):
     try:
         with runner.time_limit(args.timeout):
             # the options and the file, checked and loaded once, before any configuration runs
-            plan = Plan(args.impl, kinds=[args.kind], checks=args.checks, seed=args.seed, overrides=overrides)
-            print(f"exploring {args.kind} ({args.impl or 'reference'}) on up to {n} configurations drawn by "
-                  f"Hypothesis; seed {plan.seed}")
-            found = explore.explore(args.kind, n, impl=args.impl, checks=args.checks, seed=plan.seed,
-                                    fixed=fixed, loaded=plan.loaded)
+            # --isolate/--in-process and the worker's limits as for a plain check; one worker for every draw
+            plan = Plan(args.impl, kinds=[args.kind], checks=args.checks, seed=args.seed, overrides=overrides,
+                        isolate=args.isolate, limits=runner.worker_limits(run_limits_))
+            try:
+                print(f"exploring {args.kind} ({args.impl or 'reference'}) on up to {n} configurations drawn by "
+                      f"Hypothesis; seed {plan.seed}")
+                found = explore.explore(args.kind, n, impl=args.impl, checks=args.checks, seed=plan.seed,
+                                        fixed=fixed, loaded=plan.loaded)
+            finally:
+                plan.close()       # the worker is stopped before the result is printed
     finally:
         harness.set_quiet(False)
     if found.passed:
