@@ -79,3 +79,27 @@ def test_a_gradient_that_stops_is_named_vanishing(zoo):
     assert record.status == "fail"
     assert "vanishing gradients: emb gets no gradient at all" in record.message, record.message
     assert any(v["title"] == "gradient flow warnings" for v in record.details["views"])
+
+
+@pytest.mark.parametrize("impl", ["causality_ok_attention.py", "red_mod_lm_ok_tied.py"])
+def test_training_through_a_worker_matches_in_process(zoo, impl):
+    """A file runs in a worker (parts swapped into gradlab's LM, or a whole lm): the
+    same losses as in-process, the attention maps read where the model lives."""
+    here = train(impl=zoo(impl), seed=1, isolate=False, **SMALL).checks[0]
+    there = train(impl=zoo(impl), seed=1, isolate=True, **SMALL).checks[0]
+    assert there.status == here.status == "pass", there.message
+    assert there.metrics["final_loss"] == pytest.approx(here.metrics["final_loss"], rel=1e-12)
+    maps = [v for v in there.details["views"] if v["type"] == "heatmap"]   # a whole lm's: "attention 0" for
+    assert len(maps) == len([v for v in here.details["views"] if v["type"] == "heatmap"]) == 4   # blocks.0.attn
+
+
+def test_training_a_file_that_patches_gradlab_is_judged_outside_it(zoo, tmp_path):
+    """A file patching the training's judge at import fakes nothing through a worker."""
+    with open(zoo("../../examples/broken_attention.py")) as fh:
+        source = fh.read()
+    hostile = tmp_path / "hostile_attention.py"
+    hostile.write_text(source + "\nimport gradlab.training.run as _r\n"
+                       "from gradlab.contract.records import CheckRecord, PASS\n"
+                       "_r._judge = lambda *a, **k: CheckRecord('train', PASS, 'fine')\n")
+    record = train(impl=str(hostile), seed=0, isolate=True, **SMALL).checks[0]
+    assert record.status == "fail" and "left the reference's" in record.message, record.message

@@ -27,7 +27,27 @@ def add_parser(sub):
     t.add_argument("--report", default="reports/train.html", metavar="PATH",
                    help="where the HTML report goes (default reports/train.html)")
     t.add_argument("--json", metavar="PATH", help="write the result as JSON to PATH")
+    add_isolation_options(t)
     return t
+
+
+def add_isolation_options(t):
+    """--isolate/--in-process and the worker's limits, as `gradlab check` has them."""
+    from gradlab.execution import harness, limits
+    t.add_argument("--timeout", type=float, default=harness.DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"limit for one call into your code (default {harness.DEFAULT_TIMEOUT:g})")
+    where = t.add_mutually_exclusive_group()
+    where.add_argument("--isolate", dest="isolate", action="store_const", const=True, default=None,
+                       help="run your code in a worker process (the default with --impl)")
+    where.add_argument("--in-process", dest="isolate", action="store_const", const=False,
+                       help="run your code inside gradlab's own process (for debugging; your code can disturb "
+                            "gradlab)")
+    t.add_argument("--wall-time", type=float, default=limits.DEFAULT_WALL, metavar="SECONDS",
+                   help=f"limit for the whole run of your code (default {limits.DEFAULT_WALL:g}; 0: none)")
+    t.add_argument("--max-memory", type=int, default=limits.DEFAULT_MEMORY_MB, metavar="MB",
+                   help=f"address space of the worker process (default {limits.DEFAULT_MEMORY_MB}; 0: none)")
+    t.add_argument("--max-output", type=float, default=limits.DEFAULT_OUTPUT_MB, metavar="MB",
+                   help=f"what your code may print (default {limits.DEFAULT_OUTPUT_MB:g}; 0: none)")
 
 
 class Bar:
@@ -57,13 +77,17 @@ class Bar:
 def run(args):
     """Exit status: 0 the run passed the bar, 1 it did not (or your code raised), 2 it could not start."""
     import json
-    from gradlab.frontends.cli import parse_overrides
+    from gradlab.execution.runner import time_limit, worker_limits
+    from gradlab.frontends.cli import parse_overrides, run_limits
     from gradlab.frontends.report import write_report
     from gradlab.training import train
     overrides = parse_overrides(args.overrides, None)
+    limits = run_limits(args)
     bar = Bar(sys.stderr)
     try:
-        result = train(args.impl, steps=args.steps, seed=args.seed, task=args.task, progress=bar, **overrides)
+        with time_limit(args.timeout):
+            result = train(args.impl, steps=args.steps, seed=args.seed, task=args.task, progress=bar,
+                           isolate=args.isolate, limits=worker_limits(limits), **overrides)
     finally:
         bar.clear()
     record = result.checks[0]

@@ -17,8 +17,7 @@ from gradlab.contract.config import Config, make_config
 from gradlab.contract.errors import CheckFailure, CheckSkipped, GradlabError, StudentError, UsageError
 from gradlab.contract.kinds import SUBMODULE, get_kind
 from gradlab.contract.records import ERROR, FAIL, PASS, SKIP, CheckRecord, KindResult, curve, heatmap, table
-from gradlab.execution.harness import guarded
-from gradlab.execution.loader import load, reference
+from gradlab.execution.loader import open_implementation, reference
 from gradlab.execution.subject import Subject, call_cross_entropy, call_scalar
 from gradlab.execution.weights import load_reference, named_params
 from gradlab.training import task as tasks
@@ -49,16 +48,18 @@ def config(seed=0, **overrides):
     return make_config(Config(), **base), half
 
 
-def train(impl=None, steps=STEPS, seed=0, task="reverse", progress=None, **overrides):
+def train(impl=None, steps=STEPS, seed=0, task="reverse", progress=None, isolate=None, limits=None, **overrides):
     """Train the student's model and the reference side by side. Returns a
     KindResult ("train") with one record whose views are the report's figures.
-    `progress(step, steps, loss)` is called after every step."""
+    `progress(step, steps, loss)` is called after every step. A file runs in a
+    worker process (`isolate`, `limits`: as for gradlab.check); the training
+    loop, the reference and the verdict stay in this process."""
     if task not in tasks.TASKS:
         raise UsageError(f"task={task!r}: use {' or '.join(tasks.TASKS)}")
     if int(steps) < 10:
         raise UsageError(f"steps={steps}: train at least 10 steps")
     cfg, half = config(seed, **overrides)
-    loaded = load(impl)
+    loaded = open_implementation(impl, isolate, limits)
     start = time.perf_counter()
     try:
         parts = _student_parts(loaded, cfg)
@@ -72,6 +73,9 @@ def train(impl=None, steps=STEPS, seed=0, task="reverse", progress=None, **overr
         record = CheckRecord("train", SKIP, str(s))
     except StudentError as e:
         record = CheckRecord("train", ERROR, f"train: {e}")
+    finally:
+        if hasattr(loaded, "close"):
+            loaded.close()     # the worker is stopped before the result is shown
     record.seconds = time.perf_counter() - start
     return KindResult("train", loaded.name, seed, {**cfg.to_dict(), "steps": steps, "task": task}, [record])
 
@@ -132,9 +136,9 @@ def _models(cfg, ref_lm, parts):
         how = load_reference(subject, module, slots, named_params(ref_lm))
         student_slots = [_Slot(subject, s) for s in subject.slots(module)]
         theirs = Run("yours", module, student_slots, lambda ids: subject.forward(module, ids),
-                     lambda g: subject.backward(module, g), lambda: _find_attention(module))
+                     lambda g: subject.backward(module, g), lambda: _find_attention(module, subject))
         # any batch size (evaluation, the attention sample): forward guarded, its output checked by _accuracy
-        theirs.predict = lambda ids: guarded("forward (evaluation)", module.forward, ids, files=subject.files)
+        theirs.predict = lambda ids: subject.run("forward (evaluation)", module.forward, ids)
         ours = _reference_run(ref_lm, _reference_slots(ref_lm))
         return ours, theirs, f"your lm (weights copied {how})"
     swapped = [k for k in parts if parts[k].kind.has(SUBMODULE)]
@@ -154,10 +158,10 @@ def _models(cfg, ref_lm, parts):
         slots = [s for s in slots if s.name in names]
         slots = list({s.name: s for s in slots}.values())
         setting = "gradlab's reference LM with " + "; ".join(where)
-    files = next(iter(parts.values())).files
-    theirs = Run("yours", model, slots, lambda ids: guarded("forward (training)", model.forward, ids, files=files),
-                 lambda g: guarded("backward (training)", model.backward, g, files=files),
-                 lambda: _find_attention(model))
+    part = next(iter(parts.values()))     # guards the calls (in a worker or here) of a model holding parts
+    theirs = Run("yours", model, slots, lambda ids: part.run("forward (training)", model.forward, ids),
+                 lambda g: part.run("backward (training)", model.backward, g),
+                 lambda: _find_attention(model, part))
     return _reference_run(tiny, _reference_slots(tiny)), theirs, setting
 
 
@@ -266,8 +270,13 @@ def _accuracy(run, ids, targets):
     return {"tokens": float(right.sum() / scored.sum()), "sequences": float(whole.mean())}
 
 
-def _find_attention(model, depth=0, seen=None):
-    """[(path, attn_weights (B, H, T, T))] of every attention inside `model`."""
+def _find_attention(model, subject=None, depth=0, seen=None):
+    """[(path, attn_weights (B, H, T, T))] of every attention inside `model`; the
+    parts living in a worker are asked there (subject.kept_attention)."""
+    from gradlab.execution.remote import RemoteObject
+    if isinstance(model, RemoteObject):
+        found = [a for a in subject.kept_attention(model) if isinstance(a, np.ndarray) and a.ndim == 4]
+        return [("" if len(found) == 1 else f"attention {i}", a) for i, a in enumerate(found)]
     seen = set() if seen is None else seen
     if id(model) in seen or depth > 4:
         return []
@@ -281,7 +290,7 @@ def _find_attention(model, depth=0, seen=None):
         items = list(enumerate(child)) if isinstance(child, (list, tuple)) else [(None, child)]
         for i, c in items:
             if hasattr(c, "__dict__") and not isinstance(c, np.ndarray):
-                for path, w in _find_attention(c, depth + 1, seen):
+                for path, w in _find_attention(c, subject, depth + 1, seen):
                     label = name if i is None else f"{name}.{i}"
                     out.append((f"{label}.{path}".rstrip("."), w))
     return out
