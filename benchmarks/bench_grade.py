@@ -131,7 +131,7 @@ def main():
     total_cpu = cpu + grader_cpu
     print("| how | submissions | wall time | per submission | CPU per submission |")
     print("|---|---:|---:|---:|---:|")
-    print(f"| `gradlab grade` (a forked job per student, {args.workers} at a time, reports included) | "
+    print(f"| `gradlab grade` (a judging job per student, a worker per file, {args.workers} at a time, reports included) | "
           f"{args.students} | {wall:.1f} s | {wall / args.students:.3f} s | {total_cpu / args.students:.3f} s "
           f"(jobs {cpu / args.students:.3f} s + grader {grader_cpu / args.students:.3f} s) |")
     print(f"| the same command again (every student resumed, nothing graded) | {args.students} | {again:.1f} s | "
