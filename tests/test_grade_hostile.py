@@ -65,3 +65,21 @@ def test_a_student_who_patches_gradlab_at_import_gets_no_pass_for_the_bug(tmp_pa
     for student, r in results.items():
         assert r["score"] < r["tests"][0]["max_score"] * len(r["tests"]), student
         assert all("fine" != t["output"].split("\n")[0] for t in r["tests"]), student
+
+
+def test_a_student_who_kills_the_judging_process_gets_no_pass(tmp_path):
+    """The worker's parent is the judging job: killing it loses that student's
+    grading (every check an error), not the class, and never gives a pass."""
+    subs = tmp_path / "class"
+    subs.mkdir()
+    (subs / "oscar.py").write_text("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+                                   + (HOSTILE / "ok_layernorm.py").read_text())
+    (subs / "peggy").mkdir()
+    for name in ("ok_layernorm.py", "_layernorm.py"):
+        (subs / "peggy" / name).write_text((HOSTILE / name).read_text())
+    results = grade_class(str(subs), str(tmp_path / "out"), kinds="layernorm", seed=3, workers=2,
+                          limits=Limits(wall=60), stream=open(os.devnull, "w"))
+    assert results["oscar"]["score"] == 0
+    assert all(t["status"] == "failed" and "not graded: the process running it was killed" in t["output"]
+               for t in results["oscar"]["tests"]), results["oscar"]["tests"][0]
+    assert results["peggy"]["score"] == results["peggy"]["tests"][0]["max_score"] * len(results["peggy"]["tests"])
