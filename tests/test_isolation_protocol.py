@@ -79,3 +79,34 @@ def test_same_bytes_sees_any_change_and_nan_equals_nan():
     b[2] = 0.0
     assert not same_bytes(a, b)
     assert not same_bytes(a, a.astype(np.float32))
+
+
+
+@pytest.mark.parametrize("node, words", [
+    ({"x": 3}, "not an array"),
+    ({"a": 0, "dtype": "|O", "shape": [2]}, "dtype"),
+    ({"a": 0, "dtype": "<f8", "shape": [3]}, "does not match"),
+    ({"a": 1, "dtype": "<f8", "shape": [2]}, "buffer index"),
+])
+def test_an_update_is_read_without_a_copy_but_validated_like_any_array(node, words):
+    payload = memoryview(np.array([1.0, 2.0]).tobytes())
+    dec = Decoder({"b": [16]}, payload, None)
+    view = dec.array_view({"a": 0, "dtype": "<f8", "shape": [2]})
+    assert view.tolist() == [1.0, 2.0] and not view.flags.owndata and not view.flags.writeable
+    with pytest.raises(ProtocolError, match=words):
+        dec.array_view(node)
+
+
+def test_the_pipes_are_widened_where_the_kernel_allows():
+    import fcntl
+    import os
+    from gradlab.execution.protocol import PIPE_BYTES, widen_pipe
+    r, w = os.pipe()
+    try:
+        widen_pipe(w)
+        size = fcntl.fcntl(w, getattr(fcntl, "F_GETPIPE_SZ", 1032))
+        assert size == PIPE_BYTES or size == 1 << 16      # widened, or refused and left as it was
+        widen_pipe(-1)                                     # a bad descriptor: no error, nothing done
+    finally:
+        os.close(r)
+        os.close(w)

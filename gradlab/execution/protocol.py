@@ -29,6 +29,7 @@ Values are encoded as JSON trees with one-letter tags for what JSON lacks:
     {"rng": {...}}                                          a np.random.Generator's state (parent to worker;
                                                             its state after the call comes back)
 """
+import fcntl
 import json
 import os
 import select
@@ -43,6 +44,17 @@ ALLOWED_DTYPES = frozenset(np.dtype(t).str for t in (
 MAX_MESSAGE = 1 << 31          # bytes: a reply larger than this is a broken (or hostile) worker
 MAX_DEPTH = 64                 # nesting of lists/dicts in a reply
 MAX_TEXT = 2000                # characters kept of any string from the worker
+PIPE_BYTES = 1 << 20           # pipe capacity asked for: a call's arrays go in one write, one read
+
+
+def widen_pipe(fd):
+    """Ask the kernel for a pipe buffer of PIPE_BYTES (Linux; the default is 64 KiB): a message
+    of the attention's parameters (~130 KB) then crosses in one write instead of several
+    write/wake/read turns of both processes. Where it is refused, the pipe works as it was."""
+    try:
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
+    except (OSError, ValueError):
+        pass
 
 
 class ProtocolError(Exception):
@@ -293,7 +305,15 @@ class Decoder:
             return self.object_hook(node)
         raise ProtocolError("an unknown tag")
 
-    def _array(self, node, shape):
+    def array_view(self, node):
+        """A plain array node ({"a": ...}) as a read-only view of the payload, validated as
+        decode() validates it but not copied: for contents copied at once into an array
+        gradlab (or the worker) already has. Anything else: ProtocolError."""
+        if type(node) is not dict or "a" not in node:
+            raise ProtocolError("an update that is not an array")
+        return self._array(node, node.get("shape"), copy=False)
+
+    def _array(self, node, shape, copy=True):
         index, dtype = node.get("a"), node.get("dtype")
         if type(index) is not int or not 0 <= index < len(self.buffers):
             raise ProtocolError("a bad buffer index")
@@ -308,8 +328,9 @@ class Decoder:
         buf = self.buffers[index]
         if count * dt.itemsize != len(buf):
             raise ProtocolError("an array whose size does not match its shape")
+        view = np.frombuffer(buf, dtype=dt, count=count).reshape(shape)
         # a copy that owns its memory: the payload buffer is not kept alive by every array
-        return np.frombuffer(buf, dtype=dt, count=count).reshape(shape).copy()
+        return view.copy() if copy else view
 
 
 def lengths_of(buffers):

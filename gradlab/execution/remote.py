@@ -38,7 +38,7 @@ from gradlab.contract.errors import StudentError, UsageError
 from gradlab.contract.registry import Registration
 from gradlab.execution import limits as limits_mod
 from gradlab.execution.protocol import (Channel, ChannelClosed, ChannelTimeout, Decoder, Encoder, ProtocolError,
-                                        lengths_of, same_bytes)
+                                        lengths_of, same_bytes, widen_pipe)
 
 _GRADLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _ROOT = os.path.dirname(_GRADLAB_DIR)     # the folder holding the gradlab package (a checkout or site-packages)
@@ -281,6 +281,8 @@ class Session:
         self.arrays, self.by_id, self.released = {}, {}, []
         to_child, from_parent = os.pipe()[::-1]
         from_child, to_parent = os.pipe()
+        for fd in (to_child, to_parent):
+            widen_pipe(fd)
         token = secrets.token_hex(8)
         out_path = os.path.join(self.tmp, "output.txt")
         with open(out_path, "wb") as out:
@@ -492,12 +494,15 @@ class Session:
         updates = reply.get("updates", [])
         if type(updates) is not list:
             raise ProtocolError("bad updates")
+        if not updates:
+            return
+        dec = Decoder(reply, self._payload, None)
         for item in updates:
             if type(item) is not list or len(item) != 2 or type(item[0]) is not int:
                 raise ProtocolError("a bad update")
-            value = self._decode(reply, item[1])
+            value = dec.array_view(item[1])     # copied below: no copy of its own
             entry = self.arrays.get(item[0])
-            if entry is None or not isinstance(value, np.ndarray):
+            if entry is None:
                 continue
             array = entry[0]()
             if array is None:

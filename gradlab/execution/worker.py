@@ -131,7 +131,7 @@ class State:
         self.release(header.get("release", ()))
         dec = self.decoder(header, payload)
         for h, node in header.get("sync", ()):
-            value = dec.decode(node)
+            value = dec.decoder.array_view(node)        # copied below: no copy of its own
             entry = self.arrays.get(h)
             if entry is None:
                 continue
@@ -139,7 +139,7 @@ class State:
                 entry[0][...] = value
                 entry[1][...] = value
             else:
-                entry[0], entry[1] = value, value.copy()
+                entry[0], entry[1] = value.copy(), value.copy()
         op = header.get("op")
         enc = self.encoder()
         try:
