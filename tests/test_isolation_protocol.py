@@ -110,3 +110,21 @@ def test_the_pipes_are_widened_where_the_kernel_allows():
     finally:
         os.close(r)
         os.close(w)
+
+
+@pytest.mark.parametrize("n", [4, 20000])          # bytes kept (small) or a copy (large)
+def test_a_snapshot_sees_any_change_of_bits_or_shape(n):
+    from gradlab.execution.protocol import refresh, snapshot
+    a = np.full(n, np.nan)
+    snap = snapshot(a)
+    assert refresh(a, snap) is None                 # NaN equals NaN: unchanged
+    for change in (lambda: a.__setitem__(1, 0.0), lambda: a.__setitem__(1, -0.0),
+                   lambda: a.__setitem__(n - 1, 1e-300)):
+        change()
+        new = refresh(a, snap)
+        assert new is not None and refresh(a, new) is None
+        snap = new
+    a.shape = (2, n // 2)                           # same bytes, another shape
+    assert refresh(a, snap) is not None
+    b = np.zeros(3 * n)                              # grown past the small size, or shrunk below it
+    assert refresh(b, snapshot(np.zeros(n))) is not None and refresh(b[:1], snapshot(b)) is not None

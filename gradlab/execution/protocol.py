@@ -350,6 +350,33 @@ def same_bytes(a, b):
 
 
 SMALL = 1 << 16
+
+
+def snapshot(a, old=None):
+    """What a shared array holds now, kept to see later whether it changed (see refresh):
+    the bytes of a small array (one tobytes per comparison later, not two), a copy of a
+    large one (compared as integers, no allocation; `old`'s memory reused when it fits)."""
+    if a.nbytes <= SMALL:
+        return (a.shape, a.dtype, a.tobytes())
+    if type(old) is np.ndarray and old.shape == a.shape and old.dtype == a.dtype:
+        old[...] = a
+        return old
+    return np.array(a, copy=True)
+
+
+def refresh(a, snap):
+    """None when `a` holds exactly the bits `snap` recorded (NaN equals NaN; -0.0 differs
+    from 0.0); otherwise the snapshot of what it holds now (`snap` reused when it can be)."""
+    if type(snap) is tuple:
+        if a.nbytes <= SMALL:
+            now = a.tobytes()
+            if now == snap[2] and a.shape == snap[0] and a.dtype == snap[1]:
+                return None
+            return (a.shape, a.dtype, now)
+        return snapshot(a)
+    if same_bytes(a, snap):
+        return None
+    return snapshot(a, snap)
 _INT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 

@@ -38,7 +38,7 @@ from gradlab.contract.errors import StudentError, UsageError
 from gradlab.contract.registry import Registration
 from gradlab.execution import limits as limits_mod
 from gradlab.execution.protocol import (Channel, ChannelClosed, ChannelTimeout, Decoder, Encoder, ProtocolError,
-                                        lengths_of, same_bytes, widen_pipe)
+                                        lengths_of, refresh, snapshot, widen_pipe)
 
 _GRADLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _ROOT = os.path.dirname(_GRADLAB_DIR)     # the folder holding the gradlab package (a checkout or site-packages)
@@ -392,7 +392,7 @@ class Session:
 
     def _share(self, array, handle):
         gen = self.generation
-        entry = [weakref.ref(array, lambda _r, h=handle: self._array_died(h, gen)), array.copy(), id(array)]
+        entry = [weakref.ref(array, lambda _r, h=handle: self._array_died(h, gen)), snapshot(array), id(array)]
         self.arrays[handle] = entry
         self.by_id[id(array)] = handle
 
@@ -444,11 +444,9 @@ class Session:
             array = entry[0]()
             if array is None:
                 continue
-            if not same_bytes(array, entry[1]):
-                if array.shape == entry[1].shape and array.dtype == entry[1].dtype:
-                    entry[1][...] = array
-                else:
-                    entry[1] = array.copy()
+            snap = refresh(array, entry[1])
+            if snap is not None:
+                entry[1] = snap
                 changes.append([h, enc.array(array)])
         return changes
 
@@ -509,13 +507,12 @@ class Session:
                 continue
             if array.shape == value.shape and array.dtype == value.dtype:
                 array[...] = value
-                entry[1][...] = value
             else:
                 try:
                     array[...] = value
                 except (ValueError, TypeError):
                     pass
-                entry[1] = np.array(array, copy=True)
+            entry[1] = snapshot(array, entry[1])
 
     # ---- requests ---------------------------------------------------------------------------
     def _seconds(self):
