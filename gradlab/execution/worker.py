@@ -264,13 +264,21 @@ class State:
         return out
 
     def grads(self, header, enc):
+        """The gradients of header["slots"], in order. Only the first header["asked"] were
+        asked for; the others are read ahead (gradlab reads a module's parameters one after
+        another): reading stops quietly at the first of those that raises, which gradlab
+        then asks for by itself."""
         out = []
+        asked = header.get("asked")
+        asked = asked if type(asked) is int else len(header["slots"])
         for i, sh in enumerate(header["slots"]):
             slot = self.objects[sh]
             try:
                 with self.student(header):
                     out.append(enc.encode(slot.grad()))
             except _StudentRaised as e:
+                if i >= asked:
+                    break
                 e.info["index"] = i
                 raise
         return {"value": out}
