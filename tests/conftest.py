@@ -37,3 +37,20 @@ def run():
     def _run(kind, impl=None, checks=None, seed=0, **overrides):
         return gradlab.check(kind, impl=impl, checks=checks, seed=seed, **overrides)
     return _run
+
+
+@pytest.fixture
+def first_failure():
+    """first_failure(name, result, first, words): a red-team table row's assertion. first=None: the
+    module is correct and passes every check; else the first failing (or erroring) check is `first`
+    and its message holds every one of `words`."""
+    def check(name, result, first, words):
+        bad = [c for c in result.checks if c.status in ("fail", "error")]
+        if first is None:
+            assert result.passed, [(c.name, c.message) for c in bad]
+            return
+        assert not result.passed and bad, f"{name}: a broken module passed every check"
+        assert bad[0].name == first, (bad[0].name, bad[0].message)
+        for w in words:
+            assert w in bad[0].message, (w, bad[0].message)
+    return check
