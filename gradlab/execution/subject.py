@@ -44,8 +44,8 @@ class Subject:
         """One build and forward; if the module cannot run, the defaults stay and the
         checks report why (smoke first)."""
         try:
-            module = self._call("build(cfg)", self.registration.target, cfg)
-            out = self._call("forward", module.forward, self.kind.make_input(cfg, np.random.default_rng(0)))
+            module = self.run("build(cfg)", self.registration.target, cfg)
+            out = self.run("forward", module.forward, self.kind.make_input(cfg, np.random.default_rng(0)))
         except (StudentError, AttributeError):
             return cfg
         sizes = self.kind.module_sizes(cfg, out)
@@ -217,7 +217,7 @@ class Subject:
         fn = getattr(obj, name, None)
         if not callable(fn):
             raise StudentError(f"{type(obj).__name__} has no {name}() method")
-        return self._call(f"{name}(...)", fn, *args)
+        return self.run(f"{name}(...)", fn, *args)
 
     def attribute(self, obj, name):
         """obj.name, or None when it has none (e.g. attn_weights, mixed_precision's loss_scale);
@@ -264,8 +264,6 @@ class Subject:
         student's parts) under the guard: failures become one-line StudentErrors."""
         return guarded(what, fn, *args, files=self.files, alarm=not self.remote, **kwargs)
 
-    _call = run   # the name checks used before `run` was public
-
     def shape_hint(self):
         """" = (batch_size, seq_len, d_model)": the cfg fields the expected output shape comes from."""
         words = self.kind.symbolic(type(self.kind).output_shape)
@@ -279,7 +277,6 @@ class Subject:
                      "not be read from its forward output)")
         return f" = {words} from cfg{tail}"
 
-    _shape_hint = shape_hint
 
 
 def usable_parameter(slot):
