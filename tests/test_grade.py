@@ -151,6 +151,14 @@ def test_every_student_has_every_kind_and_the_right_scores(graded):
     assert "backward ended the worker process (exit status 0" in failing(results["gina"], "layernorm")["smoke"]
 
 
+def test_each_students_workers_are_forked_from_the_judging_job(graded):
+    """No interpreter start per file: every worker (hostile students' restarts too) is a fork of the job."""
+    _, out, results = graded
+    for student in results:
+        starts = json.loads((out / student / "gradlab.json").read_text())["worker_starts"]
+        assert starts["forked"] >= 1 and starts["spawned"] == 0, (student, starts)
+
+
 SCHEMA = {
     "type": "object",
     "required": ["score", "tests"],

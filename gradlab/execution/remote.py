@@ -37,6 +37,7 @@ from gradlab.contract.config import Config
 from gradlab.contract.errors import StudentError, UsageError
 from gradlab.contract.registry import Registration
 from gradlab.execution import limits as limits_mod
+from gradlab.execution import zygote
 from gradlab.execution.protocol import (Channel, ChannelClosed, ChannelTimeout, Decoder, Encoder, ProtocolError,
                                         lengths_of, refresh, snapshot, widen_pipe)
 
@@ -45,6 +46,11 @@ _ROOT = os.path.dirname(_GRADLAB_DIR)     # the folder holding the gradlab packa
 _live = weakref.WeakSet()                   # sessions with a worker, killed at exit whatever happens
 STARTUP_SECONDS = 120                       # for the worker's interpreter and NumPy to start (a busy machine)
 TOKENS = []                                 # the environment token of every worker this process started
+STARTS = {"forked": 0, "spawned": 0, "reasons": []}   # workers started, and why not forked where forking was on
+
+
+class _NotForked(Exception):
+    """A worker could not be forked (zygote.fork_worker): spawn one instead."""
 
 
 def _close_all():
@@ -278,31 +284,20 @@ class Session:
         """Start a worker and load the submission in it; returns what init said.
         Raises UsageError when the submission cannot be loaded."""
         limits_mod.become_subreaper()
-        self.tmp = tempfile.mkdtemp(prefix="gradlab-worker-")
         self.generation += 1
         self.arrays, self.by_id, self.released = {}, {}, []
-        to_child, from_parent = os.pipe()[::-1]
-        from_child, to_parent = os.pipe()
-        for fd in (to_child, to_parent):
-            widen_pipe(fd)
-        token = secrets.token_hex(8)
-        out_path = os.path.join(self.tmp, "output.txt")
-        with open(out_path, "wb") as out:
+        why = zygote.refusal(self.impl, self.limits)
+        if why is None:
             try:
-                self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "gradlab.execution.worker", str(from_parent), str(to_parent)],
-                    pass_fds=(from_parent, to_parent), cwd=self.tmp, env=worker_env(self.tmp, token, self.limits),
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-            finally:
-                os.close(from_parent)
-                os.close(to_parent)
-        self.tokens[self.proc.pid] = token
-        TOKENS.append(token)
-        # a session dropped without close() (or still open at exit) does not leave its worker running
-        weakref.finalize(self, _stop, self.proc, token, self.tmp)
-        self.output = open(out_path, "rb")
-        self.output_pos = 0
-        self.chan = Channel(from_child, to_child, blocking=False)
+                self._launch(forked=True)
+                STARTS["forked"] += 1
+            except _NotForked as e:
+                why = str(e)
+        if why is not None:
+            self._launch(forked=False)
+            STARTS["spawned"] += 1
+            if zygote.ENABLED:
+                STARTS["reasons"].append(why)
         self.dead = None
         _live.add(self)
         if self.wall_deadline is None and self.limits.wall:
@@ -312,20 +307,6 @@ class Session:
                   "memory_mb": self.limits.memory_mb, "output_mb": self.limits.output_mb,
                   "dump": os.path.join(self.tmp, "last_seen.txt"), "t": self._seconds()}
         what = f"importing {impl}" if impl is not None else "importing gradlab's reference modules"
-        try:     # Python and NumPy starting up is not the student's time
-            ready, _ = self.chan.recv(time.monotonic() + STARTUP_SECONDS)
-            if ready.get("ready") != 1:
-                raise ProtocolError("no ready message")
-        except (ChannelTimeout, ChannelClosed, ProtocolError) as e:
-            self._kill()
-            try:
-                with open(out_path, errors="replace") as fh:
-                    said = [line for line in fh.read().splitlines() if line.strip()][-1:]
-            except OSError:
-                said = []
-            raise UsageError(f"gradlab's worker process did not start ({type(e).__name__}"
-                             + (f": {said[0][:300]}" if said else "") + f"); it runs {sys.executable} -m "
-                             "gradlab.execution.worker, which must be able to import gradlab and NumPy") from None
         try:
             reply = self._exchange(header, [], what, UsageError)
         except StudentError as e:     # died or hung while importing: the file is unusable
@@ -348,6 +329,63 @@ class Session:
             if isinstance(pm, dict) and "fn" in pm:
                 self.handles[(reg["kind"], "param_map")] = pm["fn"]
         return self.info
+
+    def _launch(self, forked):
+        """A worker process, up and ready for init: forked from this process
+        (zygote.fork_worker; _NotForked when that fails) or spawned (UsageError
+        when it does not start)."""
+        self.tmp = tempfile.mkdtemp(prefix="gradlab-worker-")
+        to_child, from_parent = os.pipe()[::-1]
+        from_child, to_parent = os.pipe()
+        for fd in (to_child, to_parent):
+            widen_pipe(fd)
+        token = secrets.token_hex(8)
+        out_path = os.path.join(self.tmp, "output.txt")
+        env = worker_env(self.tmp, token, self.limits)
+        with open(out_path, "wb") as out:
+            try:
+                if forked:
+                    try:
+                        self.proc = zygote.fork_worker(from_parent, to_parent, out.fileno(), self.tmp, env, token)
+                    except OSError as e:
+                        for fd in (from_child, to_child):
+                            os.close(fd)
+                        shutil.rmtree(self.tmp, ignore_errors=True)
+                        raise _NotForked(f"the fork failed ({e})") from None
+                else:
+                    self.proc = subprocess.Popen(
+                        [sys.executable, "-m", "gradlab.execution.worker", str(from_parent), str(to_parent)],
+                        pass_fds=(from_parent, to_parent), cwd=self.tmp, env=env,
+                        stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            finally:
+                os.close(from_parent)
+                os.close(to_parent)
+        self.tokens[self.proc.pid] = token
+        TOKENS.append(token)
+        # a session dropped without close() (or still open at exit) does not leave its worker running
+        weakref.finalize(self, _stop, self.proc, token, self.tmp)
+        self.output = open(out_path, "rb")
+        self.output_pos = 0
+        self.chan = Channel(from_child, to_child, blocking=False)
+        try:     # Python and NumPy starting up is not the student's time
+            ready, _ = self.chan.recv(time.monotonic() + STARTUP_SECONDS)
+            if ready.get("ready") != 1:
+                raise ProtocolError("no ready message")
+        except (ChannelTimeout, ChannelClosed, ProtocolError) as e:
+            self._kill()
+            try:
+                with open(out_path, errors="replace") as fh:
+                    said = [line for line in fh.read().splitlines() if line.strip()][-1:]
+            except OSError:
+                said = []
+            self.output.close()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            if forked:
+                raise _NotForked(f"the forked worker did not start ({type(e).__name__}"
+                                 + (f": {said[0][:300]}" if said else "") + ")") from None
+            raise UsageError(f"gradlab's worker process did not start ({type(e).__name__}"
+                             + (f": {said[0][:300]}" if said else "") + f"); it runs {sys.executable} -m "
+                             "gradlab.execution.worker, which must be able to import gradlab and NumPy") from None
 
     def close(self):
         proc, self.proc = self.proc, None

@@ -111,6 +111,8 @@ def run_isolated(entry, kinds, rubric, seed, limits=Limits()):
             result, report = StudentResult.from_dict(done["result"]), done.get("report_html")
         result.seconds = time.monotonic() - start
         out = result.to_dict()
+        if done is not None and isinstance(done.get("result"), dict) and "worker_starts" in done["result"]:
+            out["worker_starts"] = done["result"]["worker_starts"]   # in gradlab.json, for the teacher
         if report is not None:
             out["report_html"] = report
         return out
@@ -161,8 +163,9 @@ def _child(entry, kinds, rubric, seed, limits, result_path, workdir):
     os.dup2(out, 1)
     os.dup2(out, 2)
     os.chdir(workdir)
-    from gradlab.execution import harness
+    from gradlab.execution import harness, remote, zygote
     harness.set_quiet(True)
+    zygote.ENABLED = os.environ.get("GRADLAB_FORK_WORKERS", "1") != "0"   # this process is the workers' zygote
     code = 0
     try:
         result = grade_submission(entry, kinds, rubric, seed, limits,
@@ -172,6 +175,8 @@ def _child(entry, kinds, rubric, seed, limits, result_path, workdir):
         result["cpu_seconds"] = sum(getattr(resource.getrusage(who), f)
                                     for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
                                     for f in ("ru_utime", "ru_stime"))
+        result["worker_starts"] = {"forked": remote.STARTS["forked"], "spawned": remote.STARTS["spawned"],
+                                   "why_spawned": sorted(set(remote.STARTS["reasons"]))[:5]}
         done = {"result": result, "report_html": html}
     except BaseException as e:   # a bug of ours: the parent reports it
         done = {"crash": f"{type(e).__name__}: {e}"}
