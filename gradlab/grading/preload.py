@@ -32,3 +32,10 @@ if figures is not None:
         figures.curve_png({"series": {"loss": [3.0, 2.0, 1.0], "reference": [3.0, 1.5, 0.5]}, "ylabel": "loss"})
     except Exception:   # a figure that cannot be drawn fails in the job, where it is reported
         pass
+
+# Everything above lives as long as the forkserver: out of the collector's sight, a job's first full
+# collection does not walk (and copy, page by page) the ~100 MB it inherits: 0.1 ms instead of ~110 ms.
+import gc  # noqa: E402
+
+gc.collect()
+gc.freeze()
