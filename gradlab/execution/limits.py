@@ -86,7 +86,7 @@ def become_subreaper():
 
 
 def _stat(pid):
-    """(ppid, pgid, sid, state) of a process, or None when it is gone."""
+    """(ppid, pgid, sid, state, start tick) of a process, or None when it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             text = fh.read().decode(errors="replace")
@@ -94,7 +94,7 @@ def _stat(pid):
         return None
     fields = text[text.rfind(")") + 2:].split()
     try:
-        return int(fields[1]), int(fields[2]), int(fields[3]), fields[0]
+        return int(fields[1]), int(fields[2]), int(fields[3]), fields[0], int(fields[19])
     except (IndexError, ValueError):
         return None
 
@@ -114,17 +114,19 @@ def _has_token(pid, token):
         return False
 
 
-def leftovers(worker_pids, token):
+def leftovers(worker_pids, token, since=None):
     """Processes the workers left behind: in a worker's process group or session,
     descended from a worker, or carrying the workers' environment token (a
-    double fork with setsid keeps the environment it was started with)."""
+    double fork with setsid keeps the environment it was started with). `since`:
+    the workers' start (clock ticks); a process started before it cannot carry
+    their token, so its environment is not read."""
     me = os.getpid()
     table = {pid: st for pid in _pids() if (st := _stat(pid)) is not None and pid != me}
     marked = set()
-    for pid, (ppid, pgid, sid, state) in table.items():
+    for pid, (ppid, pgid, sid, state, start) in table.items():
         if pgid in worker_pids or sid in worker_pids or pid in worker_pids:
             marked.add(pid)
-        elif state != "Z" and token and _has_token(pid, token):
+        elif state != "Z" and token and (since is None or start >= since) and _has_token(pid, token):
             marked.add(pid)
     grew = True
     while grew:                              # and everything below them
@@ -149,7 +151,9 @@ def sweep(worker_pids, token, rounds=50):
     nothing is left; reap what became gradlab's own zombie children by adoption
     (never a child someone else in this process waits for)."""
     worker_pids = set(worker_pids)
-    seen = leftovers(worker_pids, token) - worker_pids    # while the tree is intact (zombies too)
+    ticks = [_stat(pid) for pid in worker_pids]          # not reaped yet: their pids are still theirs
+    since = min(t[4] for t in ticks) if ticks and None not in ticks else None
+    seen = leftovers(worker_pids, token, since) - worker_pids    # while the tree is intact (zombies too)
     for pgid in worker_pids:
         try:
             os.killpg(pgid, signal.SIGKILL)
@@ -157,9 +161,9 @@ def sweep(worker_pids, token, rounds=50):
             pass
     kill_all(seen)
     for _ in range(rounds):
-        found = leftovers(worker_pids, token) - worker_pids
+        found = leftovers(worker_pids, token, since) - worker_pids
         seen |= found
-        alive = {pid for pid in found if (_stat(pid) or (0, 0, 0, "Z"))[3] != "Z"}
+        alive = {pid for pid in found if (_stat(pid) or (0, 0, 0, "Z", 0))[3] != "Z"}
         _reap(seen)
         if not alive:
             break
