@@ -200,6 +200,8 @@ def become_worker(read_fd, write_fd, out_fd, tmp, env, token):
     atexit._clear()              # nor runs the job's exit handlers
     for finalizer in list(getattr(weakref.finalize, "_registry", {})):
         finalizer.detach()       # nor its finalizers (they stop the job's other workers)
+    from gradlab.execution import remote
+    remote._live.clear()         # the job's sessions are not this process's to close
     os.setsid()
     _own_fds(read_fd, write_fd, out_fd)
     os.chdir(tmp)
