@@ -210,3 +210,32 @@ def test_same_seed_same_scores_with_one_or_two_jobs_at_a_time(tmp_path):
                      for s, r in results.items()})
     assert runs[0] == runs[1]
     assert any(status == "failed" for _, _, status, _ in runs[0]["bad"])
+
+
+STARTS_PLUGIN = '''
+import json, os
+def pytest_sessionfinish(session):
+    from gradlab.execution import remote
+    with open(os.environ["GRADLAB_TEST_STARTS"], "w") as fh:
+        json.dump(remote.STARTS, fh)
+'''
+
+
+def test_the_hostile_zoo_through_forked_workers(tmp_path):
+    """tests/test_isolation.py's hostile tables, unchanged, in a single-threaded pytest whose workers
+    are all forked (GRADLAB_FORK_WORKERS=1): the same one-line verdicts, nothing left running.
+    (The tests that share tests/zoo/hostile/pids.txt stay in the outer run.)"""
+    (tmp_path / "starts_plugin.py").write_text(STARTS_PLUGIN)
+    root = pathlib.Path(__file__).parent.parent
+    env = {**os.environ, "GRADLAB_FORK_WORKERS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "GRADLAB_TEST_STARTS": str(tmp_path / "starts.json"),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
+                           "-p", "starts_plugin", "tests/test_isolation.py", "-k",
+                           "hostile_behaviour or deep_recursion or patching or dies_is_replaced or unusable_file"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and "deselected" in done.stdout
+    starts = json.loads((tmp_path / "starts.json").read_text())
+    assert starts["forked"] >= 20 and starts["spawned"] == 0, starts

@@ -30,7 +30,8 @@ The parent stays the job, as with a spawn: the job reaps it, its subreaper
 collects what it leaves, killing the job kills it (PDEATHSIG).
 
 `refusal(impl, limits)` says why a worker must be spawned instead (None: it
-can be forked): forking is off (only grading jobs turn it on), the process
+can be forked): forking is off (grading jobs turn it on; GRADLAB_FORK_WORKERS=1
+anywhere else, e.g. a single-threaded script checking many files), the process
 runs threads (a fork would copy held locks; BLAS threads would be missing),
 the worker wants more than the one BLAS thread the process has, or a file
 next to the submission is named like a module the job has imported (a fresh
@@ -45,7 +46,9 @@ import subprocess
 import sys
 import time
 
-ENABLED = False          # set by a grading job (gradlab.grading.isolate), which is single-threaded
+# On in a grading job (gradlab.grading.isolate, single-threaded; GRADLAB_FORK_WORKERS=0 turns it off
+# there); elsewhere only with GRADLAB_FORK_WORKERS=1, and still only where refusal() finds nothing.
+ENABLED = os.environ.get("GRADLAB_FORK_WORKERS") == "1"
 _prepared = False
 
 
@@ -217,6 +220,9 @@ def become_worker(read_fd, write_fd, out_fd, tmp, env, token):
     sys.argv = ["-m", str(read_fd), str(write_fd)]   # as `python -m gradlab.execution.worker R W` (runpy sets [0])
     sys.path.insert(0, tmp)                       # `python -m` puts the cwd first
     tempfile.tempdir = None                       # computed again from TMPDIR
+    # pytest's assertion rewriter (a process checking files under GRADLAB_FORK_WORKERS=1): a spawned
+    # worker has no such import hook, and runpy cannot run a module through it
+    sys.meta_path[:] = [f for f in sys.meta_path if not type(f).__module__.startswith("_pytest")]
     _drop_modules("gradlab.modules")
     _drop_modules("gradlab.execution.worker")      # it runs as __main__, as with `python -m`
     import numpy as np
