@@ -224,6 +224,8 @@ def become_worker(read_fd, write_fd, out_fd, tmp, env, token):
     # worker has no such import hook, and runpy cannot run a module through it
     sys.meta_path[:] = [f for f in sys.meta_path if not type(f).__module__.startswith("_pytest")]
     _drop_modules("gradlab.modules")
+    from gradlab.execution import loader
+    loader._reference_cache = None                # read again from the modules, imported afresh
     _drop_modules("gradlab.execution.worker")      # it runs as __main__, as with `python -m`
     import numpy as np
     np.seterr(divide="warn", over="warn", under="ignore", invalid="warn")
