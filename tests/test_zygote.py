@@ -33,6 +33,10 @@ import gradlab
 def _fds():
     return sorted(int(n) for n in os.listdir("/proc/self/fd"))[:-1]   # the last: listdir's own
 
+def _handler(name):
+    handler = signal.getsignal(getattr(signal, name))
+    return getattr(handler, "__qualname__", repr(handler))
+
 def _status(key):
     for line in open("/proc/self/status"):
         if line.startswith(key + ":"):
@@ -52,8 +56,7 @@ seen = {
     "ppid": os.getppid(), "pdeathsig": sig.value, "threads": _status("Threads"),
     "argv0": os.path.basename(sys.argv[0]), "main": os.path.basename(getattr(main, "__file__", "")),
     "main_name": main.__name__, "reference_loaded": "gradlab.modules" in sys.modules,
-    "signals": {n: getattr(signal.getsignal(getattr(signal, n)), "__qualname__", repr(signal.getsignal(getattr(signal, n)))) for n in ("SIGINT", "SIGTERM", "SIGCHLD", "SIGPIPE",
-                                                                       "SIGHUP", "SIGALRM")},
+    "signals": {n: _handler(n) for n in ("SIGINT", "SIGTERM", "SIGCHLD", "SIGPIPE", "SIGHUP", "SIGALRM")},
     "random": float(np.random.random()), "errstate": np.geterr(), "dont_write_bytecode": sys.dont_write_bytecode,
     "sys_path0": sys.path[0] == os.getcwd(),
 }
