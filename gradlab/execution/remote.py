@@ -45,6 +45,7 @@ _GRADLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _ROOT = os.path.dirname(_GRADLAB_DIR)     # the folder holding the gradlab package (a checkout or site-packages)
 _live = weakref.WeakSet()                   # sessions with a worker, killed at exit whatever happens
 STARTUP_SECONDS = 120                       # for the worker's interpreter and NumPy to start (a busy machine)
+FORK_SECONDS = 30                           # for a forked worker to be ready (it takes ~10 ms), else spawn one
 TOKENS = []                                 # the environment token of every worker this process started
 STARTS = {"forked": 0, "spawned": 0, "reasons": []}   # workers started, and why not forked where forking was on
 
@@ -368,7 +369,7 @@ class Session:
         self.output_pos = 0
         self.chan = Channel(from_child, to_child, blocking=False)
         try:     # Python and NumPy starting up is not the student's time
-            ready, _ = self.chan.recv(time.monotonic() + STARTUP_SECONDS)
+            ready, _ = self.chan.recv(time.monotonic() + (FORK_SECONDS if forked else STARTUP_SECONDS))
             if ready.get("ready") != 1:
                 raise ProtocolError("no ready message")
         except (ChannelTimeout, ChannelClosed, ProtocolError) as e:
