@@ -132,6 +132,8 @@ class ForkedProcess:
 
     def wait(self, timeout=None):
         end = None if timeout is None else time.monotonic() + timeout
+        if self.poll() is None:
+            self._await_exit(timeout)
         delay = 0.0005
         while self.poll() is None:
             if end is not None and time.monotonic() > end:
@@ -139,6 +141,20 @@ class ForkedProcess:
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
         return self.returncode
+
+    def _await_exit(self, timeout):
+        """Sleep until the process exits (a pidfd turns readable then), at most `timeout` seconds."""
+        try:
+            fd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            return
+        try:
+            import select
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            poller.poll(None if timeout is None else max(0, int(timeout * 1000)))
+        finally:
+            os.close(fd)
 
 
 def fork_worker(read_fd, write_fd, out_fd, tmp, env, token):
