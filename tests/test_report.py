@@ -170,6 +170,42 @@ def test_roundoff_is_drawn_as_equal():
     assert _red_pixels(figures.heatmap_png(heatmap("d", exact.tolist(), tolerance=1e-9))) == 0
 
 
+LABEL_VIEWS = [
+    heatmap("gradient error", (np.random.default_rng(0).standard_normal((64, 64)) * 1e-3).tolist(),
+            tolerance=1e-4, xlabel="column", ylabel="row"),
+    heatmap("attention", np.random.default_rng(1).random((8, 8)).tolist(), mask_upper=True, xlabel="key",
+            ylabel="query", xticklabels=["<bos>", "tokenisation", "cat"] + list("abcde"),
+            yticklabels=["<bos>", "tokenisation", "cat"] + list("abcde")),
+    heatmap("a bias", (np.random.default_rng(2).standard_normal((1, 10)) * -1e5).tolist(), xlabel="j"),
+    heatmap("many tokens", np.random.default_rng(3).random((20, 20)).tolist(), xlabel="key", ylabel="query",
+            xticklabels=[f"longer_token_{i}" for i in range(20)], yticklabels=[f"tok{i}" for i in range(20)]),
+    heatmap("spread", (np.random.default_rng(4).random((1000, 12)) * 10.0 ** -np.arange(12)).tolist()),
+    heatmap("tiny", (np.random.default_rng(5).standard_normal((3, 3)) * 3e-5).tolist(), xlabel="j", ylabel="i"),
+]
+
+
+LABEL_VIEWS += [
+    curve("loss", {"train": list(np.exp(-np.arange(60) / 10)), "val": list(np.exp(-np.arange(60) / 12))},
+          ylabel="loss"),
+    curve("small", {"": list(2.5e-4 + 1e-5 * np.sin(np.arange(40)))}, ylabel="lr"),
+    curve("large", {"norm": list(-123456.0 * np.arange(300))}, ylabel="gradient norm", xlabel="step"),
+]
+
+
+@pytest.mark.parametrize("view", LABEL_VIEWS, ids=lambda v: v["title"])
+def test_figure_labels_stay_inside_the_image(view):
+    """The margins are worked out from the labels' lengths (no tight_layout): every tick label,
+    axis label and title is drawn inside the image."""
+    from gradlab.frontends.report import figures
+    fig = (figures.heatmap_figure if view["type"] == "heatmap" else figures.curve_figure)(view)
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)
+    box = fig.bbox
+    for ax in fig.axes:      # the heatmap and its colour bar, with every label drawn on them
+        e = ax.get_tightbbox(renderer)
+        assert e.x0 >= box.x0 - 1 and e.x1 <= box.x1 + 1 and e.y0 >= box.y0 - 1 and e.y1 <= box.y1 + 1, (e, box)
+
+
 def test_small_tensors_get_readable_numbers_or_none():
     from gradlab.frontends.report import figures
     assert figures.annotates(5, 5) and figures.annotates(8, 8) and figures.annotates(1, 8)
