@@ -40,6 +40,18 @@ def text(title, body):
     return {"type": "text", "title": title, "body": body}
 
 
+def json_default(value):
+    """json.dump's default= for records: NumPy arrays and scalars as lists and numbers,
+    sets and tuples as lists, anything else as its text."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return str(value)
+
+
 @dataclass
 class CheckRecord:
     name: str

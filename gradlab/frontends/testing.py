@@ -27,7 +27,7 @@ from gradlab.execution import loader
 from gradlab.execution.plan import Plan, check_options, new_seed
 from gradlab.contract.errors import UsageError
 from gradlab.contract.kinds import get_kind
-from gradlab.contract.records import ERROR, FAIL, SKIP
+from gradlab.contract.records import ERROR, FAIL, SKIP, json_default
 
 __all__ = ["parametrize_with_checks", "CheckCase", "cases", "run_case", "session_seed"]
 
@@ -166,17 +166,7 @@ def replay_command(case, seed):
 def jsonable(value):
     """A copy made only of JSON types (NumPy scalars and arrays converted), so a
     record survives pytest-xdist's serialisation of test reports."""
-    return json.loads(json.dumps(value, default=_convert))
-
-
-def _convert(value):
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if hasattr(value, "item"):
-        return value.item()
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    return str(value)
+    return json.loads(json.dumps(value, default=json_default))
 
 
 def _key(impl):

@@ -27,6 +27,7 @@ import time
 from multiprocessing import spawn
 
 from gradlab.contract.errors import UsageError
+from gradlab.contract.records import json_default
 from gradlab.grading.job import Limits, StudentResult, failed_kind, grade_submission
 
 PRELOAD = ["gradlab.grading.preload"]
@@ -183,19 +184,9 @@ def _child(entry, kinds, rubric, seed, limits, result_path, workdir):
         code = 3
     tmp = result_path + ".tmp"
     with open(tmp, "w") as fh:
-        json.dump(done, fh, default=_jsonable)
+        json.dump(done, fh, default=json_default)
     os.replace(tmp, result_path)
     os._exit(code)   # no atexit
-
-
-def _jsonable(value):
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if hasattr(value, "item"):
-        return value.item()
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    return str(value)
 
 
 def _read_result(path):
