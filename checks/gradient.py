@@ -71,6 +71,7 @@ class Problem:
         self.strict = None            # dirs -> dirs along which no sound idiom can move f (loss kinds)
         self.element_idiom = None     # tensor index -> per-element allowance for the idiom (or None)
         self.eps_measured = None      # Engine's eps_measured (None: float64's)
+        self.points = None            # Engine's points: f at several points in one batch (None: f() at each)
 
 
 def _in_float64(inputs, wrt):
@@ -146,14 +147,24 @@ class ModuleSetup:
         # The student gets copies on every forward call: the inputs are reused afterwards (the point the
         # numerics perturb, the diagnosis' context), and a forward that edits x in place would otherwise move
         # that point between calls; input_mutation names the in-place edit.
-        out = s.forward(self.module, *copies(inputs))
         if not self.repeated:     # the precondition of finite differences: f is a function of its input
-            require_repeatable("forward", out, s.forward(self.module, *copies(inputs)), "the gradient")
+            out, again = s.forwards(self.module, [(copies(inputs), ()), (copies(inputs), ())])
+            require_repeatable("forward", out, again, "the gradient")
             self.repeated = True
             self.calls += 1
+        else:
+            out = s.forward(self.module, *copies(inputs))
         g = FastNormals(rng).standard_normal(out.shape).astype(out.dtype)   # the g backward sees...
         g64 = g.astype(np.float64)                               # ...is exactly the g in f
-        dxs = s.backward(self.module, g.copy())
+        # the precision the module computes in: its lowest among output, input and parameters
+        # (float32 parameters make float32 intermediates, even if a float64 scalar promotes the output)
+        # (the inputs are gradlab's, in cfg.dtype: a module that computes in float32 from a float16 x is float32)
+        own = [out] + [sl.value for sl in self.slots]
+        own_eps = _eps(*own)
+        # what is read next: the parameters, their gradients and (when the numerics run on this module, not
+        # on a float64 copy) the attention weights it keeps (through a worker: with the backward's reply)
+        dxs = s.backward(self.module, g.copy(), next_grads=self.slots,
+                         next_kept=own_eps <= EPS["float64"] or self.note is not None)
         self.calls += 2
         if not self.verified:
             after = [sl.name for sl in s.slots(self.module)]
@@ -167,11 +178,6 @@ class ModuleSetup:
         analytical = [(specs[k].name, inputs[k], d) for k, d in zip(wrt, dxs)] + \
                      [(sl.name, sl.value, grads[sl.name]) for sl in self.slots]
         context = {"cfg": s.cfg, "x": inputs[0], "g": g64, "inputs": inputs}
-        # the precision the module computes in: its lowest among output, input and parameters
-        # (float32 parameters make float32 intermediates, even if a float64 scalar promotes the output)
-        # (the inputs are gradlab's, in cfg.dtype: a module that computes in float32 from a float16 x is float32)
-        own = [out] + [sl.value for sl in self.slots]
-        own_eps = _eps(*own)
         low = self.low = min(own, key=lambda a: -eps_of(a.dtype)).dtype
         eps_an = max(own_eps, _eps(*[a for _, _, a in analytical]))
         if own_eps > EPS["float64"] and self.note is None:
@@ -188,6 +194,7 @@ class ModuleSetup:
             by_name = {sl.name: sl for sl in twin_slots}
             arrays = [twin_inputs[k] for k in wrt] + [by_name[sl.name].value for sl in self.slots]
             f = self._objective(twin, twin_inputs, g64)
+            points = self._points(self._twin_subject, twin, twin_inputs, wrt, arrays[len(wrt):], g64)
             numerics, eps_num = f"a float64 copy of your {low} module", EPS["float64"]
             if low == np.float32:   # float16 keeps its own rounding policy (HALF_ROUNDING)
                 measured = self._twin_rounding(analytical, g64, [specs[k].name for k in wrt])
@@ -207,6 +214,7 @@ class ModuleSetup:
                 num_inputs = _in_float64(inputs, wrt)
                 arrays = [num_inputs[k] for k in wrt] + arrays[len(wrt):]
             f = self._objective(self.module, num_inputs, g64)
+            points = self._points(s, self.module, num_inputs, wrt, arrays[len(wrt):], g64)
             eps_num = own_eps
             numerics = "float64" if eps_num <= EPS["float64"] else \
                 f"{low} (looser tolerance: {self.note or 'the module computes in float32'})"
@@ -217,6 +225,7 @@ class ModuleSetup:
         terms = out.astype(np.float64) * g64
         f_abs = float(np.sum(np.abs(terms)))
         problem = Problem(tensors, f, f_abs, eps_num, eps_an, numerics, context)
+        problem.points = points
         # a softmax normalised by (sum + eps), eps <= IDIOM_EPS, moves every gradient by eps / sum of itself:
         # the attention weights the module (or its parts) kept show how much (0 when none are kept, or their
         # rows sum to 1); a float64 copy keeps its own
@@ -255,6 +264,22 @@ class ModuleSetup:
     def _objective(self, module, inputs, g64):
         s = self.subject
         return lambda: float(np.sum(s.forward(module, *copies(inputs)).astype(np.float64) * g64))   # see problem()
+
+    @staticmethod
+    def _points(subject, module, inputs, wrt, params, g64):
+        """Problem.points for f = sum(forward(inputs) * g64): one forward per point, the points' inputs
+        (positions wrt) passed in, their parameter contents (params, in the tensors' order) held for that
+        forward only; all in one batch (subject.forwards). f is computed here, from the outputs."""
+        def evaluate(points):
+            calls = []
+            for values in points:
+                args = list(copies(inputs))
+                for k, value in zip(wrt, values):
+                    if value is not None:
+                        args[k] = value       # a fresh array of the engine's: the student's own
+                calls.append((tuple(args), [(p, v) for p, v in zip(params, values[len(wrt):]) if v is not None]))
+            return [float(np.sum(out.astype(np.float64) * g64)) for out in subject.forwards(module, calls)]
+        return evaluate
 
     def _make_twin(self, inputs64, out):
         """Build the module with dtype=float64 and copy the parameters in by name
@@ -537,7 +562,7 @@ def judge(subject, setup, rng):
     while True:
         problem = setup.problem(rng)
         engine = Engine(problem.f, problem.tensors, problem.eps_numeric, problem.eps_analytical, problem.f_abs,
-                        f0=problem.f0, idiom=problem.idiom, eps_measured=problem.eps_measured)
+                        f0=problem.f0, idiom=problem.idiom, eps_measured=problem.eps_measured, points=problem.points)
         dirs = split_direction(rng, problem.tensors)
         if problem.strict is not None:
             # first where no sound idiom can move f (sharp), then anywhere (with the idiom's allowance)

@@ -233,9 +233,41 @@ def kept_attention_of(module):
     """numerics.tolerance.kept_attention, run in the worker on the real object: the attn_weights arrays."""
     session, generation, handle, _ = object.__getattribute__(module, "_r")
     session.check_generation(generation, "reading attn_weights")
+    stamp, ahead = session.kept_ahead
+    session.kept_ahead = (-1, None)
+    if stamp == session.requests and ahead is not None and ahead[0] == handle:     # read with the backward
+        return ahead[1]
     reply = session.request({"op": "kept_attention", "target": handle}, [], "reading attn_weights")
     value = session._decode(reply, reply.get("value"))
     return [a for a in value if isinstance(a, np.ndarray)] if isinstance(value, list) else []
+
+
+def forward_calls(module, calls, ahead=None):
+    """module.forward(*args) once per (args, writes) in `calls`, in order, in one request; writes:
+    (mirror, contents) pairs, a mirror being a parameter's value (a slot's), which holds those
+    contents during that call only. -> [the value of each call], ending with the RemoteException of
+    the first call that raised, if one did. ahead: see Session.calls."""
+    session, generation, handle, _ = object.__getattribute__(module, "_r")
+    session.check_generation(generation, "forward")
+    return session.calls("forward", [(handle, "forward", args, {}, writes) for args, writes in calls], ahead)
+
+
+def backward_reading_ahead(module, grad_out, slots=(), kept=False):
+    """module.backward(grad_out), with what a gradient check reads next read in the same request: the
+    module's parameters found again, the gradients of `slots`, and (kept) its attention weights.
+    Each read ahead is used once, and only if no request runs before it (Session.slots, .grads,
+    kept_attention_of). -> backward's value (a RemoteException raised as it is)."""
+    session, generation, handle, _ = object.__getattribute__(module, "_r")
+    session.check_generation(generation, "backward")
+    for slot in slots:
+        session.check_generation(slot._r[1], "backward")
+    ahead = {"slots": handle, "grads": [slot._r[2] for slot in slots]}
+    if kept:
+        ahead["kept"] = handle
+    (value,) = session.calls("backward", [(handle, "backward", (grad_out,), {}, ())], ahead, module, slots)
+    if isinstance(value, RemoteException):
+        raise value
+    return value
 
 
 def explain_slots(module):
@@ -278,7 +310,9 @@ class Session:
         self.trace_memory = None     # {"peak": bytes} while Subject.peak_memory measures calls
         self.requests = 0            # requests answered so far (slots found at a build stay valid until the next)
         self._grads_ahead = (-1, {})  # (requests then, slot handle -> gradient read ahead): see grad_of
+        self.kept_ahead = (-1, None)  # (requests then, (object handle, its attention weights)): see calls
         self.files = ()
+        self.calls_per_request = 1    # calls in the request being made (a batch: each has the time limit)
 
     # ---- lifecycle ----------------------------------------------------------------------
     def start(self):
@@ -557,7 +591,7 @@ class Session:
 
     # ---- requests ---------------------------------------------------------------------------
     def _seconds(self):
-        t = self.limits.timeout or None
+        t = self.limits.timeout * self.calls_per_request if self.limits.timeout else None
         if self.wall_deadline is not None:
             left = max(0.01, self.wall_deadline - time.monotonic())
             t = left if t is None else min(t, left)
@@ -714,6 +748,85 @@ class Session:
         self._rebind(reply, args, kwargs)
         self._advance(reply)
         return value
+
+    def calls(self, what, steps, ahead=None, module=None, slots=()):
+        """Several calls in one request (the worker runs them in order, each as `call` would):
+        steps = [(handle, method, args, kwargs, writes)], writes = [(mirror, contents)]: a shared array
+        of gradlab's that holds `contents` in the worker during that call only (gradlab's own is not
+        touched). Values come back by value. -> [value of each call], ending with the RemoteException
+        of the first call that raised, if one did (the calls after it did not run). A batch of n calls
+        has n times the time limit of one. ahead: {"slots": h, "grads": [h], "kept": h} read right
+        after the last call (the worker's read_ahead), kept for `module` and `slots` below."""
+        enc = self._encoder()
+        nodes, rngs = [], []
+        for handle, method, args, kwargs, writes in steps:
+            self._rngs = []
+            node = {"target": handle, "method": method, "args": [enc.encode(a) for a in args],
+                    "kwargs": enc.encode(dict(kwargs)), "err": np.geterr(),
+                    "writes": [[self.handle_of(mirror), enc.array(contents)] for mirror, contents in writes]}
+            if self.trace_memory is not None:
+                node["trace"] = True
+            nodes.append(node)
+            rngs.append(self._rngs)
+        header = {"op": "calls", "calls": nodes}
+        if ahead is not None:
+            header["ahead"] = ahead
+        self.calls_per_request = max(1, len(steps))
+        try:
+            reply = self.request(header, enc.buffers, what)
+        finally:
+            self.calls_per_request = 1
+        done, failed = reply.get("value"), reply.get("failed")
+        if type(done) is not list or len(done) > len(steps) or (failed is None) != (len(done) == len(steps)) \
+                or not (failed is None or isinstance(failed, dict)):
+            raise StudentError(f"{what}: the worker sent a malformed reply")
+        values = []
+        for (_, _, args, kwargs, _), sub, rng in zip(steps, done, rngs):
+            if type(sub) is not dict:
+                raise StudentError(f"{what}: the worker sent a malformed reply")
+            sub = dict(sub, b=reply.get("b"))       # its buffers are the reply's
+            self._warn(sub)
+            if self.trace_memory is not None and type(sub.get("peak")) is int:
+                self.trace_memory["peak"] = max(self.trace_memory["peak"], sub["peak"])
+            values.append(self._decode(sub, sub.get("value")))
+            self._rebind(sub, args, kwargs)
+            self._rngs = rng
+            self._advance(sub)
+        if failed is not None:
+            values.append(self._failed(what, failed))
+        elif isinstance(reply.get("ahead"), dict):
+            self._keep_ahead(reply, reply["ahead"], module, slots)
+        return values
+
+    def _failed(self, what, info):
+        """The RemoteException of a call that raised in the worker (the worker ended first when
+        that is fatal: KeyboardInterrupt, SystemExit, MemoryError), as request() raises it."""
+        info = {k: (v[:20000] if isinstance(v, str) else v) for k, v in info.items()}
+        if info.get("fatal"):
+            self._kill()
+            self.dead = f"{what} raised {info.get('type')}"
+        return RemoteException(what, info, self.limits)
+
+    def _keep_ahead(self, reply, ahead, module, slots):
+        """What the worker read ahead after a batch of calls, kept for the next reads (stamped:
+        used only if no request runs before them)."""
+        _, generation, handle, _ = object.__getattribute__(module, "_r")
+        if type(ahead.get("slots")) is list:
+            object.__setattr__(module, "_slots", (self.requests, self._slot_list(reply, ahead["slots"])))
+        grads = self._decode(reply, ahead.get("grads"))
+        if type(grads) is list and len(grads) <= len(slots):
+            self._grads_ahead = (self.requests, {slot._r[2]: g for slot, g in zip(slots, grads)})
+        if "kept" in ahead:
+            kept = self._decode(reply, ahead["kept"])
+            arrays = [a for a in kept if isinstance(a, np.ndarray)] if isinstance(kept, list) else []
+            self.kept_ahead = (self.requests, (handle, arrays))
+
+    def handle_of(self, array):
+        """The handle of one of gradlab's arrays shared with the worker (a parameter's mirror)."""
+        h = self.by_id.get(id(array))
+        if h is None or h not in self.arrays or self.arrays[h][0]() is not array:
+            raise ValueError("an array that is not shared with the worker")
+        return h
 
     def _warn(self, reply):
         """NumPy's warnings from the call (overflow encountered in exp, ...), raised here as there."""

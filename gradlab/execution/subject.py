@@ -77,8 +77,42 @@ class Subject:
     def forward(self, module, *inputs, **kwargs):
         """forward(*inputs): the kind's declared inputs, in order (CONTRACT §3). Flags left out
         (training) get their declared value, so a deterministic check may pass x alone."""
-        out = self.run("forward", module.forward, *self.complete(inputs), **kwargs)
-        return as_float_array(out, "forward", self.kind.output_shape(self.cfg), self.shape_hint())
+        return self._forward_output(self.run("forward", module.forward, *self.complete(inputs), **kwargs))
+
+    def forwards(self, module, calls):
+        """forward(*inputs) once per (inputs, writes) of `calls`, in order -> the validated outputs.
+        writes: (array, contents) pairs, each array a parameter of the module (a slot's value, as
+        slots() gives it): it holds `contents` during that call only and its own contents, bit for
+        bit, after it. The student's code sees the same calls, arguments and state either way;
+        through a worker they make one request."""
+        if not self.remote:
+            return [self._forward_holding(module, inputs, writes) for inputs, writes in calls]
+        from gradlab.execution.remote import forward_calls
+        values = self.run("forward", forward_calls, module, [(self.complete(inputs), writes)
+                                                             for inputs, writes in calls])
+        outs = []
+        for value in values:          # validated in order, as one call after the other would be
+            if isinstance(value, StudentError):
+                self.run("forward", _reraise, value)      # said as the call itself would say it
+            outs.append(self._forward_output(value))
+        return outs
+
+    def _forward_holding(self, module, inputs, writes):
+        saved = []
+        try:
+            for array, contents in writes:
+                saved.append((array, array.copy()))
+                array[...] = contents
+            return self.forward(module, *inputs)
+        finally:
+            for array, before in reversed(saved):
+                array[...] = before
+
+    def _forward_output(self, out):
+        shape = self.kind.output_shape(self.cfg)
+        # the hint only matters for a wrong shape; spelling it out costs more than a small forward
+        hint = "" if type(out) is np.ndarray and out.shape == tuple(shape) else self.shape_hint()
+        return as_float_array(out, "forward", shape, hint)
 
     def complete(self, inputs):
         """inputs followed by the declared values of the trailing flags not given."""
@@ -87,16 +121,23 @@ class Subject:
             return tuple(inputs) + tuple(spec.value for spec in rest)
         return tuple(inputs)
 
-    def backward(self, module, grad_out):
+    def backward(self, module, grad_out, next_grads=None, next_kept=False):
         """-> a tuple with one validated gradient per input the kind differentiates (CONTRACT §3):
         (dx,) for most kinds, (dx, dmemory) for cross-attention, () for token kinds (whose
         return value is ignored). A module without a usable backward (none, or one raising
         NotImplementedError) raises CheckSkipped: the check that needs gradients cannot
-        judge, and says why."""
+        judge, and says why.
+        next_grads: slots whose gradients the caller reads next, with nothing run in between
+        (after finding the module's parameters again, and before reading the attention weights
+        it keeps when next_kept): through a worker they come back with the backward's reply."""
         if self.no_backward:
             raise CheckSkipped(self.skip_reason())
         try:
-            got = self.run("backward", module.backward, grad_out)
+            if self.remote and next_grads is not None:
+                from gradlab.execution.remote import backward_reading_ahead
+                got = self.run("backward", backward_reading_ahead, module, grad_out, next_grads, next_kept)
+            else:
+                got = self.run("backward", module.backward, grad_out)
         except StudentError as e:
             if not self.not_implemented(e):
                 raise
@@ -277,6 +318,10 @@ class Subject:
                      "not be read from its forward output)")
         return f" = {words} from cfg{tail}"
 
+
+
+def _reraise(error):
+    raise error
 
 
 def usable_parameter(slot):

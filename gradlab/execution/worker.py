@@ -13,6 +13,8 @@ corrupt the messages). One request at a time:
     getattr  read an attribute of such an object
     slots    find an object's parameters (discovery runs here, on the real object)
     grads    read the gradients backward left for some parameters
+    calls    several calls in one request, each with parameters held at given contents,
+             and what gradlab reads next read ahead (a gradient check's forwards)
 
 Arrays are shared by handle with the parent: each side keeps a copy of the
 last synchronised contents and sends what changed, so an array gradlab
@@ -82,8 +84,10 @@ class State:
                 del self.by_id[id(entry[0])]
 
     # ---- values ----------------------------------------------------------------------
-    def encoder(self, new_arrays_shared=False):
+    def encoder(self, new_arrays_shared=False, by_value=False):
         def array_tag(array, enc):
+            if by_value:      # its contents now, even for an array gradlab shares (it may hold others later)
+                return None
             h = self.by_id.get(id(array))
             if h is not None and self.arrays.get(h, [None])[0] is array:
                 return {"x": h}
@@ -159,6 +163,8 @@ class State:
                         reply = {"value": enc.encode(list(_kept_attention(self.objects[header["target"]])))}
                 except _StudentRaised:
                     reply = {"value": []}
+            elif op == "calls":
+                reply = self.calls(header, dec, enc)
             elif op == "ping":
                 reply = {"value": None}
             else:
@@ -209,6 +215,54 @@ class State:
         reply["rebound"] = self.rebound(containers, enc)
         reply["rngs"] = [rng.bit_generator.state for rng in self.rngs]
         return reply
+
+    def calls(self, header, dec, enc):
+        """Several calls in one request, in order, each run as `call` runs it (its value sent by
+        value). A call's "writes" ([[handle, array], ...]) are shared arrays that hold those contents
+        while it runs: written before it, put back bit for bit after it, whatever it did. The first
+        call that raises ends the request: "failed" says how, "value" has the replies before it.
+        "ahead": what gradlab reads next, read right after the last call (read_ahead)."""
+        done = []
+        by_value = self.encoder(by_value=True)
+        by_value.buffers = enc.buffers
+        for i, step in enumerate(header.get("calls", [])):
+            saved = []
+            try:
+                for h, node in step.get("writes", ()):
+                    array, value = self.arrays[h][0], dec.decoder.array_view(node)
+                    if value.shape != array.shape or value.dtype != array.dtype:
+                        raise ValueError("contents that do not fit their array")
+                    saved.append((array, array.copy()))
+                    array[...] = value
+                done.append(self.call({**step, "t": header.get("t")}, dec, by_value))
+            except _StudentRaised as e:
+                e.info["index"] = i
+                return {"value": done, "failed": e.info}
+            finally:
+                for array, before in reversed(saved):
+                    array[...] = before
+        reply = {"value": done}
+        if isinstance(header.get("ahead"), dict):
+            reply["ahead"] = self.read_ahead(header["ahead"], header, enc)
+        return reply
+
+    def read_ahead(self, ahead, header, enc):
+        """Read now what gradlab reads next with nothing run in between: the parameters of the
+        object ahead["slots"], the gradients of the slots ahead["grads"], the attention weights
+        the object ahead["kept"] keeps, in that order. Reading stops quietly at the first read
+        that raises: gradlab then asks for that one itself, and sees the error there."""
+        out = {}
+        try:
+            if "slots" in ahead:
+                out["slots"] = self.describe_slots(ahead["slots"], header, enc)
+            if "grads" in ahead:
+                out["grads"] = self.grads({"slots": ahead["grads"], "asked": 0}, enc)["value"]
+            if "kept" in ahead:
+                with self.student(header):
+                    out["kept"] = enc.encode(list(_kept_attention(self.objects[ahead["kept"]])))
+        except _StudentRaised:
+            pass
+        return out
 
     def rebound(self, containers, enc):
         """Containers (dicts, lists) the call changed: an entry replaced (rebinding

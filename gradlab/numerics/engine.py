@@ -180,12 +180,17 @@ class Engine:
     leaves out: the float64 copy's own rounding (default), or a sound idiom's floor the copy shares;
     f_abs: the size of the terms summed into f (e.g. sum |out * g|), for a floor on f's noise;
     idiom: dirs -> an extra allowance along dirs for what a sound numerical idiom in f may change (the
-    gradient check passes gradlab.numerics.tolerance's; default none: the engine itself is exact maths).
+    gradient check passes gradlab.numerics.tolerance's; default none: the engine itself is exact maths);
+    points: [values] -> [f at each], where values holds per tensor the contents it takes at that point (None:
+    its own), evaluated in order with every array back to its original contents after each: what f() would
+    give with the values written in (default: exactly that, write, f(), restore). A directional check asks
+    for its four points at once, so a caller whose module runs in another process makes one request of them.
     """
 
     def __init__(self, f, tensors, eps_numeric, eps_analytical, f_abs, step=None, element_step=None, f0=None,
-                 idiom=None, eps_measured=None):
+                 idiom=None, eps_measured=None, points=None):
         self._f = f
+        self._points = points
         self._idiom = idiom or (lambda dirs: 0.0)
         self.tensors = tensors
         self.eps_numeric = eps_numeric
@@ -199,6 +204,7 @@ class Engine:
         self.noise_f = eps_numeric * self.f_abs   # rounding noise of f: a floor, raised by every measurement
         self._originals = [t.array.copy() for t in tensors]
         self._originals64 = [o if o.dtype == np.float64 else o.astype(np.float64) for o in self._originals]
+        self._buffers = {}
         # f at the unperturbed point; a caller that just ran forward there may pass it in (one call saved)
         self.f0 = self.evaluate() if f0 is None else float(f0)
 
@@ -207,28 +213,59 @@ class Engine:
         self.calls += 1
         return float(self._f())
 
-    def _at(self, dirs, s):
-        """f at original + s * d (cast to the arrays' dtypes), and <a, the step actually taken>.
-        Every array is restored exactly, even when the student's code raises."""
+    def evaluate_points(self, points):
+        """f at each point (per tensor, the contents it takes there, or None), in order."""
+        self.calls += len(points)
+        if self._points is not None:
+            values = [float(v) for v in self._points(points)]
+            if len(values) != len(points):
+                raise ValueError(f"{len(points)} points evaluated as {len(values)} values")
+            return values
+        return [self._evaluate_at(values) for values in points]
+
+    def _evaluate_at(self, values):
+        """f() with `values` written into the arrays; every array restored exactly, even when
+        the student's code raises."""
         touched = []
         try:
-            dot = 0.0
-            for i, d in enumerate(dirs):
-                if d is None:
-                    continue
-                t = self.tensors[i]
-                moved = d * s
-                moved += self._originals64[i]
-                touched.append(i)
-                t.array[...] = moved                      # rounds to the array's dtype
-                if t.array.dtype != np.float64:
-                    moved[...] = t.array                  # the value actually written
-                moved -= self._originals64[i]             # the step actually taken
-                dot += float(np.vdot(t.analytical, moved))
-            return self.evaluate(), dot
+            for i, value in enumerate(values):
+                if value is not None:
+                    touched.append(i)
+                    self.tensors[i].array[...] = value
+            return float(self._f())
         finally:
             for i in touched:
                 self.tensors[i].array[...] = self._originals[i]
+
+    def _point(self, dirs, s):
+        """(values, dot): per tensor its contents at original + s * d, in its own dtype (None where d
+        is None), and <a, the step actually taken> (the values as they round)."""
+        values, dot = [], 0.0
+        for i, d in enumerate(dirs):
+            if d is None:
+                values.append(None)
+                continue
+            t = self.tensors[i]
+            moved = d * s
+            moved += self._originals64[i]
+            if t.array.dtype != np.float64:
+                value = moved.astype(t.array.dtype)       # rounds as writing it into the array would
+                moved[...] = value
+                moved -= self._originals64[i]             # the step actually taken
+                step = moved
+            else:
+                value = moved
+                step = np.subtract(moved, self._originals64[i], out=self._scratch(i))
+            dot += float(np.vdot(t.analytical, step))
+            values.append(value)
+        return values, dot
+
+    def _scratch(self, i):
+        """A float64 buffer of tensor i's shape, reused for the steps taken."""
+        buf = self._buffers.get(i)
+        if buf is None:
+            buf = self._buffers[i] = np.empty(self.tensors[i].array.shape, dtype=np.float64)
+        return buf
 
     # ---- one directional comparison ----------------------------------------
     def directional(self, dirs, step=None, adapt=True):
@@ -286,10 +323,8 @@ class Engine:
 
     def _directional(self, dirs, h, magnitude, count):
         calls = self.calls
-        fp, ap = self._at(dirs, h)
-        fm, am = self._at(dirs, -h)
-        fp2, ap2 = self._at(dirs, h / 2)
-        fm2, am2 = self._at(dirs, -h / 2)
+        (at_p, ap), (at_m, am), (at_p2, ap2), (at_m2, am2) = (self._point(dirs, s) for s in (h, -h, h / 2, -h / 2))
+        fp, fm, fp2, fm2 = self.evaluate_points([at_p, at_m, at_p2, at_m2])   # four independent points: one batch
         n1, a1 = (fp - fm) / (2 * h), (ap - am) / (2 * h)
         n2, a2 = (fp2 - fm2) / h, (ap2 - am2) / h
         r1, r2 = n1 - a1, n2 - a2
