@@ -33,6 +33,8 @@ How (gradlab.numerics.engine does the arithmetic):
 Every array is restored bit for bit after every perturbation. The check's
 random stream comes from the runner (`--seed` replays it).
 """
+import math
+
 import numpy as np
 
 from gradlab.diagnosis import backward_variants
@@ -98,7 +100,7 @@ class FastNormals:
         self._used = 0
 
     def standard_normal(self, shape=()):
-        n = int(np.prod(shape))
+        n = math.prod(shape)
         if self._used + n <= self._block.size:     # one draw for many small arrays
             self._used += n
             return self._block[self._used - n:self._used].reshape(shape)
@@ -231,8 +233,9 @@ class ModuleSetup:
         # rows sum to 1); a float64 copy keeps its own
         holder = self.twin[0] if self.twin is not None else self.module
         shortfall = max([division_idiom(a) for a in self.subject.kept_attention(holder)], default=0.0)
-        problem.idiom = lambda dirs: idiom_allowance([t.analytical * d for t, d in zip(tensors, dirs)
-                                                      if d is not None], shortfall)
+        if shortfall:      # (none: the engine allows nothing for an idiom, as idiom_allowance(..., 0) would)
+            problem.idiom = lambda dirs: idiom_allowance([t.analytical * d for t, d in zip(tensors, dirs)
+                                                          if d is not None], shortfall)
         # per element: "of its size", the tensor's largest entry (the idiom shifts the sums the elements come from)
         problem.element_idiom = lambda i: (IDIOM_WALK * shortfall * float(np.abs(tensors[i].analytical).max(initial=0.0))
                                            if shortfall else None)
@@ -267,9 +270,14 @@ class ModuleSetup:
 
     @staticmethod
     def _points(subject, module, inputs, wrt, params, g64):
-        """Problem.points for f = sum(forward(inputs) * g64): one forward per point, the points' inputs
-        (positions wrt) passed in, their parameter contents (params, in the tensors' order) held for that
-        forward only; all in one batch (subject.forwards). f is computed here, from the outputs."""
+        """Problem.points for f = sum(forward(inputs) * g64) when the module runs in a worker: one forward
+        per point, the points' inputs (positions wrt) passed in, their parameter contents (params, in the
+        tensors' order) held for that forward only, all in one request (subject.forwards); f is computed
+        here, from the outputs. None in gradlab's own process: the engine's loop does the same there,
+        one point at a time."""
+        if not subject.remote:
+            return None
+
         def evaluate(points):
             calls = []
             for values in points:

@@ -28,6 +28,7 @@ class Subject:
         self.files = files
         self._build_ids = {}   # id(module) -> the arrays it had when built
         self.no_backward = None   # why the module has no usable backward (a forward-only module), once known
+        self._output_shape = (None, None)   # (cfg, the kind's output shape for it)
         from gradlab.execution.remote import is_remote
         self.remote = is_remote(registration.target)   # the student's code runs in a worker process
 
@@ -109,10 +110,17 @@ class Subject:
                 array[...] = before
 
     def _forward_output(self, out):
-        shape = self.kind.output_shape(self.cfg)
+        shape = self.output_shape()
         # the hint only matters for a wrong shape; spelling it out costs more than a small forward
-        hint = "" if type(out) is np.ndarray and out.shape == tuple(shape) else self.shape_hint()
+        hint = "" if type(out) is np.ndarray and out.shape == shape else self.shape_hint()
         return as_float_array(out, "forward", shape, hint)
+
+    def output_shape(self):
+        """The kind's output shape for cfg (a tuple), worked out once per cfg."""
+        cfg = self.cfg
+        if self._output_shape[0] is not cfg:
+            self._output_shape = (cfg, tuple(self.kind.output_shape(cfg)))
+        return self._output_shape[1]
 
     def complete(self, inputs):
         """inputs followed by the declared values of the trailing flags not given."""
@@ -146,10 +154,12 @@ class Subject:
         if not wanted:
             return ()
         if len(wanted) == 1:
-            words = self.kind.symbolic(type(self.kind).input_shape)
-            return (as_float_array(got, "backward", wanted[0].shape(self.cfg),
-                                   (f" = {words} from cfg" if words else "")
-                                   + " (the gradient with respect to forward's input x)"),)
+            shape = tuple(wanted[0].shape(self.cfg))
+            hint = ""
+            if not (type(got) is np.ndarray and got.shape == shape):   # the words only matter for a wrong shape
+                words = self.kind.symbolic(type(self.kind).input_shape)
+                hint = (f" = {words} from cfg" if words else "") + " (the gradient with respect to forward's input x)"
+            return (as_float_array(got, "backward", shape, hint),)
         names = ", ".join(f"d{spec.name}" for spec in wanted)
         if not isinstance(got, (tuple, list)) or len(got) != len(wanted):
             raise StudentError(f"backward returned {describe(got)}; it must return a tuple ({names}), one gradient "

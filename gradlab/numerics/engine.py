@@ -28,6 +28,7 @@ h/2, at a kink it is 2x (or less). `Directional.kinky` says so, and the caller
 resamples its input rather than report a false failure.
 """
 import contextlib
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -72,7 +73,7 @@ def random_direction(rng, shape, floor=DIRECTION_FLOOR):
     if _pool is None:
         magnitudes = np.abs(np.random.default_rng(20240611).standard_normal(_POOL_SIZE))
         _pool = np.concatenate([magnitudes, magnitudes])
-    n = int(np.prod(shape))
+    n = math.prod(shape)
     if n > _POOL_SIZE:
         reps = -(-n // _POOL_SIZE)
         return np.concatenate([random_direction(rng, (_POOL_SIZE,), floor) for _ in range(reps)])[:n].reshape(shape)
@@ -204,7 +205,8 @@ class Engine:
         self.noise_f = eps_numeric * self.f_abs   # rounding noise of f: a floor, raised by every measurement
         self._originals = [t.array.copy() for t in tensors]
         self._originals64 = [o if o.dtype == np.float64 else o.astype(np.float64) for o in self._originals]
-        self._buffers = {}
+        self._largests = [None] * len(tensors)
+        self._scratch = None      # a float64 buffer for the steps taken (_at), as large as the largest tensor
         # f at the unperturbed point; a caller that just ran forward there may pass it in (one call saved)
         self.f0 = self.evaluate() if f0 is None else float(f0)
 
@@ -237,6 +239,39 @@ class Engine:
             for i in touched:
                 self.tensors[i].array[...] = self._originals[i]
 
+    def _at(self, dirs, s):
+        """f at original + s * d (cast to the arrays' dtypes), and <a, the step actually taken>:
+        _point's values, written, f(), restored exactly (even when the student's code raises),
+        one point at a time (no more memory than one point's)."""
+        touched = []
+        try:
+            dot = 0.0
+            for i, d in enumerate(dirs):
+                if d is None:
+                    continue
+                t, o64 = self.tensors[i], self._originals64[i]
+                touched.append(i)
+                if t.array.dtype == np.float64:         # computed in place: no copy, no allocation
+                    np.multiply(d, s, out=t.array)
+                    t.array += o64
+                    step = np.subtract(t.array, o64, out=self._step_buffer(t.array))   # the step actually taken
+                else:
+                    step = d * s
+                    step += o64
+                    t.array[...] = step                   # rounds to the array's dtype
+                    step[...] = t.array                   # the value actually written
+                    step -= o64                           # the step actually taken
+                dot += float(np.vdot(t.analytical, step))
+            return self.evaluate(), dot
+        finally:
+            for i in touched:
+                self.tensors[i].array[...] = self._originals[i]
+
+    def _step_buffer(self, array):
+        if self._scratch is None:
+            self._scratch = np.empty(max(t.array.size for t in self.tensors), dtype=np.float64)
+        return self._scratch[:array.size].reshape(array.shape)
+
     def _point(self, dirs, s):
         """(values, dot): per tensor its contents at original + s * d, in its own dtype (None where d
         is None), and <a, the step actually taken> (the values as they round)."""
@@ -255,17 +290,16 @@ class Engine:
                 step = moved
             else:
                 value = moved
-                step = np.subtract(moved, self._originals64[i], out=self._scratch(i))
+                step = moved - self._originals64[i]
             dot += float(np.vdot(t.analytical, step))
             values.append(value)
         return values, dot
 
-    def _scratch(self, i):
-        """A float64 buffer of tensor i's shape, reused for the steps taken."""
-        buf = self._buffers.get(i)
-        if buf is None:
-            buf = self._buffers[i] = np.empty(self.tensors[i].array.shape, dtype=np.float64)
-        return buf
+    def _largest(self, i):
+        """max |analytical| of tensor i (0 for an empty one), worked out once."""
+        if self._largests[i] is None:
+            self._largests[i] = float(np.abs(self.tensors[i].analytical).max(initial=0.0))
+        return self._largests[i]
 
     # ---- one directional comparison ----------------------------------------
     def directional(self, dirs, step=None, adapt=True):
@@ -278,11 +312,12 @@ class Engine:
         half = self.eps_analytical >= EPS["float16"]
         # float16: rounding is relative to the module's largest gradient entry, not the tensor's own (a key
         # bias' gradient is 0 in theory and float16 noise of the key gradients in practice)
-        module_max = max(float(np.max(np.abs(t.analytical), initial=0.0)) for t in self.tensors) if half else 0.0
-        for t, d in zip(self.tensors, dirs):
+        module_max = max(self._largest(i) for i in range(len(self.tensors))) if half else 0.0
+        for i, (t, d) in enumerate(zip(self.tensors, dirs)):
             if d is None:
                 continue
-            part = float(np.sum(np.abs(t.analytical * d)))
+            ad = t.analytical * d
+            part = float(np.abs(ad).sum())
             magnitude += part
             # each element may be off by a few eps of the tensor's largest entry (sums that cancel):
             # those errors add up like a random walk, hence the norm of d. In float16 the worst case
@@ -293,13 +328,12 @@ class Engine:
             if t.rounding is not None:
                 # measured: the analytical side's error along d is exactly <rounding, d>; eps_measured's on top
                 measured += float(np.vdot(t.rounding, d))
-                measured_spread += part + 4 * float(np.max(np.abs(t.analytical), initial=0.0)) * \
-                    float(np.sqrt(np.sum(d * d)))
+                measured_spread += part + 4 * self._largest(i) * float(np.sqrt((d * d).sum()))
                 continue
-            own = float(np.sqrt(np.sum((t.analytical * d) ** 2))) if half else part
+            own = float(np.sqrt((ad ** 2).sum())) if half else part
             cancel = 1 if half else 4
-            largest = max(float(np.max(np.abs(t.analytical), initial=0.0)), module_max)
-            rounding += own + cancel * largest * float(np.sqrt(np.sum(d * d)))
+            largest = max(self._largest(i), module_max)
+            rounding += own + cancel * largest * float(np.sqrt((d * d).sum()))
         self._rounding = ((HALF_ROUNDING if half else ANALYTICAL_ROUNDING) * self.eps_analytical * rounding
                           + ANALYTICAL_ROUNDING * self.eps_measured * measured_spread + abs(measured)
                           + self._idiom(dirs))
@@ -323,8 +357,12 @@ class Engine:
 
     def _directional(self, dirs, h, magnitude, count):
         calls = self.calls
-        (at_p, ap), (at_m, am), (at_p2, ap2), (at_m2, am2) = (self._point(dirs, s) for s in (h, -h, h / 2, -h / 2))
-        fp, fm, fp2, fm2 = self.evaluate_points([at_p, at_m, at_p2, at_m2])   # four independent points: one batch
+        steps = (h, -h, h / 2, -h / 2)
+        if self._points is None:
+            (fp, ap), (fm, am), (fp2, ap2), (fm2, am2) = (self._at(dirs, s) for s in steps)
+        else:       # four independent points: one batch
+            points, (ap, am, ap2, am2) = zip(*(self._point(dirs, s) for s in steps))
+            fp, fm, fp2, fm2 = self.evaluate_points(list(points))
         n1, a1 = (fp - fm) / (2 * h), (ap - am) / (2 * h)
         n2, a2 = (fp2 - fm2) / h, (ap2 - am2) / h
         r1, r2 = n1 - a1, n2 - a2

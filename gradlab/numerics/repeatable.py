@@ -33,6 +33,9 @@ def difference(first, second, tol):
 def require_repeatable(what, first, second, judged):
     """Raise CannotJudge when two calls on the same input disagree. `what`: e.g. "forward";
     `judged`: what the check would have judged, e.g. "the gradient"."""
+    if type(first) is type(second) is np.ndarray and first.dtype == second.dtype and \
+            first.shape == second.shape and first.tobytes() == second.tobytes():
+        return         # the same bits: nothing to measure
     tol = tolerance("repeat", first, second)
     found = difference(first, second, tol)
     if found is None:

@@ -134,8 +134,17 @@ _EPS = {name: float(np.finfo(name).eps) for name in ("float64", "float32", "floa
 
 def eps_of(dtype):
     """The rounding unit of a float dtype (float32's for anything else: ints, objects)."""
-    name = np.dtype(dtype).name
-    return _EPS.get(name, _EPS["float32"])
+    try:
+        return _EPS_OF[dtype]        # a dtype's name is slow to read, and checks ask for it often
+    except (KeyError, TypeError):
+        pass
+    eps = _EPS.get(np.dtype(dtype).name, _EPS["float32"])
+    if isinstance(dtype, np.dtype) and len(_EPS_OF) < 64:
+        _EPS_OF[dtype] = eps
+    return eps
+
+
+_EPS_OF = {}
 
 
 def coarsest(*things):
