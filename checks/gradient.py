@@ -69,7 +69,7 @@ class Problem:
         self.context = context        # for gradlab.diagnosis.causes
         self.label = label            # e.g. " with ignore_index=0"
         self.f0 = None                # f at the unperturbed point, when already known
-        self.idiom = None             # dirs -> a sound idiom's allowance along dirs (None: the engine's default)
+        self.idiom = None             # (dirs, products) -> a sound idiom's allowance along dirs (Engine's idiom)
         self.strict = None            # dirs -> dirs along which no sound idiom can move f (loss kinds)
         self.element_idiom = None     # tensor index -> per-element allowance for the idiom (or None)
         self.eps_measured = None      # Engine's eps_measured (None: float64's)
@@ -234,8 +234,7 @@ class ModuleSetup:
         holder = self.twin[0] if self.twin is not None else self.module
         shortfall = max([division_idiom(a) for a in self.subject.kept_attention(holder)], default=0.0)
         if shortfall:      # (none: the engine allows nothing for an idiom, as idiom_allowance(..., 0) would)
-            problem.idiom = lambda dirs: idiom_allowance([t.analytical * d for t, d in zip(tensors, dirs)
-                                                          if d is not None], shortfall)
+            problem.idiom = lambda dirs, products: idiom_allowance([p for p in products if p is not None], shortfall)
         # per element: "of its size", the tensor's largest entry (the idiom shifts the sums the elements come from)
         problem.element_idiom = lambda i: (IDIOM_WALK * shortfall * float(np.abs(tensors[i].analytical).max(initial=0.0))
                                            if shortfall else None)
@@ -266,7 +265,8 @@ class ModuleSetup:
 
     def _objective(self, module, inputs, g64):
         s = self.subject
-        return lambda: float(np.sum(s.forward(module, *copies(inputs)).astype(np.float64) * g64))   # see problem()
+        # see problem(): the student gets copies
+        return lambda: float(np.sum(s.forward(module, *copies(inputs)).astype(np.float64, copy=False) * g64))
 
     @staticmethod
     def _points(subject, module, inputs, wrt, params, g64):
@@ -286,7 +286,7 @@ class ModuleSetup:
                     if value is not None:
                         args[k] = value       # a fresh array of the engine's: the student's own
                 calls.append((tuple(args), [(p, v) for p, v in zip(params, values[len(wrt):]) if v is not None]))
-            return [float(np.sum(out.astype(np.float64) * g64)) for out in subject.forwards(module, calls)]
+            return [float(np.sum(out.astype(np.float64, copy=False) * g64)) for out in subject.forwards(module, calls)]
         return evaluate
 
     def _make_twin(self, inputs64, out):
@@ -412,7 +412,7 @@ def _loss_idiom(logits, targets, ignore, analytical):
     """A sound eps inside the log (log(p + eps), clip(p, eps, 1), eps <= IDIOM_EPS) scales the derivative
     of row r's loss by p_r / (p_r + eps): each row of grad_logits may be off by the fraction
     bound_r = eps / p_r, as a whole. Two consequences, one per returned function:
-    - idiom(dirs): along any direction, that is at most sum_r bound_r |<a_r, d_r>|;
+    - idiom(dirs, products): along any direction, that is at most sum_r bound_r |<a_r, d_r>|;
     - strict(dirs): d with each counted row made orthogonal to the student's own row a_r, along which
       a whole-row scale moves nothing: there no allowance is needed, and one element off by a
       relative 1e-4 is caught as sharply as without any idiom. Each row also gets a constant c_r
@@ -425,7 +425,7 @@ def _loss_idiom(logits, targets, ignore, analytical):
     norms = (a * a).sum(axis=1)
     project = keep & (norms > 0)
 
-    def idiom(dirs):
+    def idiom(dirs, products=None):
         d = dirs[0]
         return 0.0 if d is None else float(np.sum(bound * np.abs((a * d.reshape(-1, V)).sum(axis=1))))
 

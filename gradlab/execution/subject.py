@@ -29,6 +29,7 @@ class Subject:
         self._build_ids = {}   # id(module) -> the arrays it had when built
         self.no_backward = None   # why the module has no usable backward (a forward-only module), once known
         self._output_shape = (None, None)   # (cfg, the kind's output shape for it)
+        self._flags = {}          # number of inputs given -> the declared values of the flags after them
         from gradlab.execution.remote import is_remote
         self.remote = is_remote(registration.target)   # the student's code runs in a worker process
 
@@ -124,10 +125,12 @@ class Subject:
 
     def complete(self, inputs):
         """inputs followed by the declared values of the trailing flags not given."""
-        rest = self.kind.input_specs()[len(inputs):]
-        if rest and all(spec.role == "flag" for spec in rest):
-            return tuple(inputs) + tuple(spec.value for spec in rest)
-        return tuple(inputs)
+        flags = self._flags.get(len(inputs))
+        if flags is None:       # worked out once per number of inputs: it wraps every forward
+            rest = self.kind.input_specs()[len(inputs):]
+            flags = self._flags[len(inputs)] = tuple(spec.value for spec in rest) \
+                if rest and all(spec.role == "flag" for spec in rest) else ()
+        return tuple(inputs) + flags
 
     def backward(self, module, grad_out, next_grads=None, next_kept=False):
         """-> a tuple with one validated gradient per input the kind differentiates (CONTRACT §3):

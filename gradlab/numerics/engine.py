@@ -180,7 +180,8 @@ class Engine:
     eps_measured: for tensors whose rounding was measured (Tensor.rounding), the unit of what the measurement
     leaves out: the float64 copy's own rounding (default), or a sound idiom's floor the copy shares;
     f_abs: the size of the terms summed into f (e.g. sum |out * g|), for a floor on f's noise;
-    idiom: dirs -> an extra allowance along dirs for what a sound numerical idiom in f may change (the
+    idiom: (dirs, products) -> an extra allowance along dirs for what a sound numerical idiom in f may change,
+    products being analytical * d per tensor (None where d is None), as the engine computed them (the
     gradient check passes gradlab.numerics.tolerance's; default none: the engine itself is exact maths);
     points: [values] -> [f at each], where values holds per tensor the contents it takes at that point (None:
     its own), evaluated in order with every array back to its original contents after each: what f() would
@@ -192,7 +193,7 @@ class Engine:
                  idiom=None, eps_measured=None, points=None):
         self._f = f
         self._points = points
-        self._idiom = idiom or (lambda dirs: 0.0)
+        self._idiom = idiom or (lambda dirs, products: 0.0)
         self.tensors = tensors
         self.eps_numeric = eps_numeric
         self.eps_analytical = eps_analytical
@@ -206,7 +207,7 @@ class Engine:
         self._originals = [t.array.copy() for t in tensors]
         self._originals64 = [o if o.dtype == np.float64 else o.astype(np.float64) for o in self._originals]
         self._largests = [None] * len(tensors)
-        self._scratch = None      # a float64 buffer for the steps taken (_at), as large as the largest tensor
+        self._scratch, self._steps = None, [None] * len(tensors)      # see _step_buffer
         # f at the unperturbed point; a caller that just ran forward there may pass it in (one call saved)
         self.f0 = self.evaluate() if f0 is None else float(f0)
 
@@ -239,38 +240,51 @@ class Engine:
             for i in touched:
                 self.tensors[i].array[...] = self._originals[i]
 
-    def _at(self, dirs, s):
-        """f at original + s * d (cast to the arrays' dtypes), and <a, the step actually taken>:
-        _point's values, written, f(), restored exactly (even when the student's code raises),
-        one point at a time (no more memory than one point's)."""
-        touched = []
+    def _at(self, dirs, steps):
+        """[(f, <a, the step actually taken>)] at original + s * d (cast to the arrays' dtypes) for each
+        s in steps, one point at a time (no more memory than one point's): _point's values, written in
+        place, f(). Every point overwrites every array it touches, so they are restored once, exactly,
+        after the last (and when the student's code raises)."""
+        touched = [i for i, d in enumerate(dirs) if d is not None]
+        out = []
         try:
-            dot = 0.0
-            for i, d in enumerate(dirs):
-                if d is None:
-                    continue
-                t, o64 = self.tensors[i], self._originals64[i]
-                touched.append(i)
-                if t.array.dtype == np.float64:         # computed in place: no copy, no allocation
-                    np.multiply(d, s, out=t.array)
-                    t.array += o64
-                    step = np.subtract(t.array, o64, out=self._step_buffer(t.array))   # the step actually taken
-                else:
-                    step = d * s
-                    step += o64
-                    t.array[...] = step                   # rounds to the array's dtype
-                    step[...] = t.array                   # the value actually written
-                    step -= o64                           # the step actually taken
-                dot += float(np.vdot(t.analytical, step))
-            return self.evaluate(), dot
+            for s in steps:
+                dot = self._write_point(dirs, s)
+                out.append((self.evaluate(), dot))
+            return out
         finally:
             for i in touched:
                 self.tensors[i].array[...] = self._originals[i]
 
-    def _step_buffer(self, array):
-        if self._scratch is None:
-            self._scratch = np.empty(max(t.array.size for t in self.tensors), dtype=np.float64)
-        return self._scratch[:array.size].reshape(array.shape)
+    def _write_point(self, dirs, s):
+        """Write original + s * d into the arrays; -> <a, the step actually taken>."""
+        dot = 0.0
+        for i, d in enumerate(dirs):
+            if d is None:
+                continue
+            t, o64 = self.tensors[i], self._originals64[i]
+            if t.array.dtype == np.float64:         # computed in place: no copy, no allocation
+                np.multiply(d, s, out=t.array)
+                t.array += o64
+                step = np.subtract(t.array, o64, out=self._step_buffer(i))   # the step actually taken
+            else:
+                step = d * s
+                step += o64
+                t.array[...] = step                   # rounds to the array's dtype
+                step[...] = t.array                   # the value actually written
+                step -= o64                           # the step actually taken
+            dot += float(np.vdot(t.analytical, step))
+        return dot
+
+    def _step_buffer(self, i):
+        """A float64 array of tensor i's shape for the steps taken: views of one buffer, as large as
+        the largest tensor (one allocation per engine)."""
+        view = self._steps[i]
+        if view is None:
+            if self._scratch is None:
+                self._scratch = np.empty(max(t.array.size for t in self.tensors), dtype=np.float64)
+            view = self._steps[i] = self._scratch[:self.tensors[i].array.size].reshape(self.tensors[i].array.shape)
+        return view
 
     def _point(self, dirs, s):
         """(values, dot): per tensor its contents at original + s * d, in its own dtype (None where d
@@ -313,10 +327,11 @@ class Engine:
         # float16: rounding is relative to the module's largest gradient entry, not the tensor's own (a key
         # bias' gradient is 0 in theory and float16 noise of the key gradients in practice)
         module_max = max(self._largest(i) for i in range(len(self.tensors))) if half else 0.0
+        products = [None] * len(dirs)
         for i, (t, d) in enumerate(zip(self.tensors, dirs)):
             if d is None:
                 continue
-            ad = t.analytical * d
+            ad = products[i] = t.analytical * d
             part = float(np.abs(ad).sum())
             magnitude += part
             # each element may be off by a few eps of the tensor's largest entry (sums that cancel):
@@ -336,7 +351,7 @@ class Engine:
             rounding += own + cancel * largest * float(np.sqrt((d * d).sum()))
         self._rounding = ((HALF_ROUNDING if half else ANALYTICAL_ROUNDING) * self.eps_analytical * rounding
                           + ANALYTICAL_ROUNDING * self.eps_measured * measured_spread + abs(measured)
-                          + self._idiom(dirs))
+                          + self._idiom(dirs, products))
         result = self._directional(dirs, h, magnitude, count)
         if adapt and result.resolution > TARGET_RESOLUTION and result.truncation > 4 * result.noise:
             factor = min(0.5, max(1 / 64, (result.noise / result.truncation) ** (1 / 3)))
@@ -359,7 +374,7 @@ class Engine:
         calls = self.calls
         steps = (h, -h, h / 2, -h / 2)
         if self._points is None:
-            (fp, ap), (fm, am), (fp2, ap2), (fm2, am2) = (self._at(dirs, s) for s in steps)
+            (fp, ap), (fm, am), (fp2, ap2), (fm2, am2) = self._at(dirs, steps)
         else:       # four independent points: one batch
             points, (ap, am, ap2, am2) = zip(*(self._point(dirs, s) for s in steps))
             fp, fm, fp2, fm2 = self.evaluate_points(list(points))
