@@ -218,7 +218,14 @@ class Subject:
         the order of `slots` (which may come from several modules)."""
         raw = None
         if self.remote and slots:       # one request for all of them
-            raw = self.run("reading gradients", slots[0]._r[0].grads, slots)
+            try:
+                raw = self.run("reading gradients", slots[0]._r[0].grads, slots)
+            except StudentError as e:   # named after the parameter whose gradient raised, as read one by one
+                i = getattr(e.__cause__, "info", {}).get("index")
+                if type(i) is not int or not 0 <= i < len(slots):
+                    raise
+                raise StudentError(e.__cause__.message_for(f"reading the gradient of {slots[i].name!r}"),
+                                   where=e.where) from e.__cause__
         out = []
         for i, slot in enumerate(slots):
             g = raw[i] if raw is not None else self.read_grad(slot)

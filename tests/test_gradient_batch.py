@@ -1,0 +1,269 @@
+"""The gradient check's batches (issue 8). Through a worker, the four points of a directional
+check, forward with its repeat, and backward with what is read right after it each make one
+request; in gradlab's own process the same calls run one after the other. The student's code sees
+the same calls, arguments and state either way, so the numbers, the verdicts and their words are
+the same."""
+import json
+import textwrap
+
+import numpy as np
+import pytest
+
+import gradlab
+from gradlab.contract import suite
+from gradlab.contract.kinds import get_kind
+from gradlab.execution import loader, worker
+from gradlab.execution.limits import Limits
+from gradlab.execution.protocol import Encoder
+from gradlab.execution.runner import config_for, run_one
+from gradlab.execution.subject import Subject
+from gradlab.numerics.engine import EPS, Engine, Tensor, random_direction
+
+BIG = dict(batch_size=2, seq_len=16, d_model=64, num_heads=4, max_len=16)
+
+
+@pytest.fixture
+def worker_impl():
+    impl = loader.open_implementation(None, isolate=True, limits=Limits())
+    yield impl
+    impl.close()
+
+
+def _subject(impl, **overrides):
+    cfg = config_for("attention", 0, **overrides)
+    return Subject(get_kind("attention"), impl.get("attention"), cfg, impl.name, impl.files)
+
+
+def _student(tmp_path, name, body):
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(body))
+    return str(path)
+
+
+# ---- the engine: a batch of points gives exactly the loop's numbers ---------------------------
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("factor", [1.0, 3.0])         # a right gradient, and one 3x too large
+def test_a_batch_of_points_gives_the_numbers_of_the_loop(dtype, factor):
+    rng = np.random.default_rng(7)
+    W = rng.standard_normal((6, 5)).astype(dtype)
+    b = rng.standard_normal(6)
+    x, g = rng.standard_normal(5), rng.standard_normal(6)
+
+    def f_at(Wv, bv):
+        return float(np.sum(np.tanh(Wv.astype(np.float64) @ x + bv) * g))
+
+    h = (1 - np.tanh(W.astype(np.float64) @ x + b) ** 2) * g
+    grads = [factor * np.outer(h, x), h]
+    asked = []
+
+    def points(ps):            # what a worker does: f at each point, arrays untouched here
+        asked.append(len(ps))
+        return [f_at(*(v if v is not None else a for v, a in zip(values, (W, b)))) for values in ps]
+
+    W0, b0 = W.copy(), b.copy()
+    dirs = [random_direction(np.random.default_rng(3), W.shape), random_direction(np.random.default_rng(4), b.shape)]
+    eps = EPS[dtype]
+    results = []
+    for batch in (None, points):
+        engine = Engine(lambda: f_at(W, b), [Tensor("W", W, grads[0]), Tensor("b", b, grads[1])], eps, eps,
+                        float(np.abs(h).sum()), points=batch)
+        results.append((engine.directional(dirs), engine.directional(engine.tensor_dirs(dirs, {1})), engine.calls))
+        assert W.tobytes() == W0.tobytes() and b.tobytes() == b0.tobytes()      # restored bit for bit
+    assert results[0] == results[1]
+    assert results[0][0].ok == (factor == 1.0)
+    assert asked and all(n == 4 for n in asked)
+
+
+# ---- through a worker: the same records, fewer requests ------------------------------------------
+
+def _gradient_record(impl, kind="attention", seed=0, **overrides):
+    cfg = config_for(kind, seed, **overrides)
+    subject = Subject(get_kind(kind), impl.get(kind), cfg, impl.name, impl.files)
+    record = run_one(suite.resolve(["gradient"])[0], subject, seed)
+    return record.status, record.message, json.dumps(record.metrics, sort_keys=True, default=str)
+
+
+@pytest.mark.parametrize("name,kind", [("grad_ok_attention.py", "attention"),
+                                       ("grad_bad_attention_softmax_term.py", "attention"),
+                                       ("grad_bad_layernorm_no_gamma.py", "layernorm")])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_worker_gives_the_records_of_gradlabs_own_process(zoo, name, kind, dtype):
+    here = loader.open_implementation(zoo(name), isolate=False)
+    there = loader.open_implementation(zoo(name), isolate=True, limits=Limits())
+    try:
+        for seed in (0, 1):
+            assert _gradient_record(here, kind, seed, dtype=dtype) == _gradient_record(there, kind, seed, dtype=dtype)
+    finally:
+        there.close()
+
+
+def test_the_gradient_check_on_the_attention_makes_four_requests(worker_impl):
+    subject = _subject(worker_impl, **BIG)
+    check = suite.resolve(["gradient"])[0]
+    assert run_one(check, subject, 0).status == "pass"
+    before = worker_impl.session.requests
+    record = run_one(check, subject, 0)
+    # build; forward and its repeat; backward with the parameters, gradients and attention weights read
+    # ahead; the four points of the directional check
+    assert record.status == "pass" and worker_impl.session.requests - before == 4
+
+
+# ---- Subject.forwards: parameters held for one call, then restored exactly ------------------------
+
+def test_forwards_hold_parameters_for_one_call_and_restore_them_on_both_sides(worker_impl):
+    outs, mirrors = [], []
+    for impl in (loader.reference(), worker_impl):
+        subject = _subject(impl)
+        module = subject.build()
+        slots = subject.slots(module)
+        x = subject.make_inputs(np.random.default_rng(0))
+        before = subject.forward(module, *x)
+        originals = [sl.value.copy() for sl in slots]
+        moved = [(sl.value, sl.value + 0.01 * (k + 1)) for k, sl in enumerate(slots)]
+        got = subject.forwards(module, [(x, moved), (x, ()), (x, moved[:1])])
+        assert all(sl.value.tobytes() == o.tobytes() for sl, o in zip(slots, originals))
+        assert subject.forward(module, *x).tobytes() == before.tobytes()     # restored where the module runs
+        assert got[1].tobytes() == before.tobytes() and not np.array_equal(got[0], before)
+        outs.append(got)
+        mirrors.append(originals)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(*outs))
+
+
+# ---- what the student's code does mid-batch: the same words as one call at a time -----------------
+
+FLAKY = """
+    import numpy as np
+    import gradlab
+
+
+    class Flaky:
+        def __init__(self, cfg):
+            rng = np.random.default_rng(0)
+            self.params = {{"w": rng.standard_normal((cfg.d_model, cfg.d_model))}}
+            self.grads = {{"w": np.zeros((cfg.d_model, cfg.d_model))}}
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            if self.calls == {when}:
+                {what}
+            self.x = x
+            return x @ self.params["w"]
+
+        def backward(self, g):
+            self.grads["w"] = self.x.reshape(-1, self.x.shape[-1]).T @ g.reshape(-1, g.shape[-1])
+            return g @ self.params["w"].T
+
+
+    @gradlab.register("ffn")
+    def build(cfg):
+        return Flaky(cfg)
+"""
+
+
+def _gradient_message(path, isolate, **limits):
+    result = gradlab.check("ffn", impl=path, checks="gradient", seed=0, isolate=isolate, **limits)
+    (record,) = [c for c in result.checks if c.name == "gradient"]
+    return record.status, record.message
+
+
+@pytest.mark.parametrize("when", [2, 4])      # the repeat forward; the second of the four points
+def test_a_forward_that_raises_mid_batch_says_so_in_the_same_words(tmp_path, when):
+    path = _student(tmp_path, "flaky", FLAKY.format(when=when, what='raise RuntimeError(f"call {self.calls}")'))
+    here, there = _gradient_message(path, False), _gradient_message(path, True)
+    assert here == there
+    assert here[0] == "error" and f"forward raised RuntimeError at flaky.py:" in here[1] and f"call {when}" in here[1]
+
+
+def test_a_forward_that_exits_mid_batch_says_so_as_a_single_call_does(tmp_path):
+    first = _student(tmp_path, "exits_first", FLAKY.format(when=1, what="import os; os._exit(3)"))
+    later = _student(tmp_path, "exits_later", FLAKY.format(when=4, what="import os; os._exit(3)"))
+    status, message = _gradient_message(later, True)
+    alone = gradlab.check("ffn", impl=first, checks="smoke", seed=0, isolate=True).checks[0]   # its first call
+    assert status == alone.status == "error" and message == alone.message
+    assert "forward ended the worker process" in message and "exit status 3" in message
+
+
+def test_a_forward_that_hangs_mid_batch_is_stopped_with_where(tmp_path):
+    path = _student(tmp_path, "hangs", FLAKY.format(when=4, what="while True: pass"))
+    status, message = _gradient_message(path, True, timeout=0.3)
+    # a batch of n calls has n times the time limit of one
+    assert status == "error" and "forward ran past" in message and "last seen at hangs.py:" in message
+
+
+def test_a_forward_that_depends_on_its_call_count_is_not_repeatable_either_way(tmp_path):
+    path = _student(tmp_path, "counting", FLAKY.format(when=-1, what="pass").replace(
+        'return x @ self.params["w"]', 'return x @ self.params["w"] + 1e-3 * self.calls'))
+    here, there = _gradient_message(path, False), _gradient_message(path, True)
+    assert here == there
+    assert here[0] == "error" and "forward is not repeatable" in here[1]
+
+
+def test_a_forward_that_edits_a_parameter_in_place_gives_the_same_record_either_way(tmp_path):
+    # "u" does not reach the output, and every forward adds 1 to it in place: gradlab perturbs it
+    # too, and what the forward did comes back from the worker as it does from one call
+    path = _student(tmp_path, "drifts", FLAKY.format(when=-1, what="pass").replace(
+        'self.x = x', 'self.x = x\n            self.params["u"] += 1.0').replace(
+        'self.calls = 0', 'self.calls = 0\n            self.params["u"] = np.zeros(3)\n'
+        '            self.grads["u"] = np.zeros(3)'))
+    here = _gradient_message(path, False)
+    assert here == _gradient_message(path, True) and here[0] == "pass", here
+
+
+BAD_GRADS = FLAKY.format(when=-1, what="pass").replace("    import gradlab\n", """    import gradlab
+
+
+    class Grads(dict):
+        def get(self, key, default=None):
+            if getattr(self, "armed", False):
+                raise LookupError(f"no gradient of {key} today")
+            return dict.get(self, key, default)
+""").replace('self.grads = {"w": np.zeros((cfg.d_model, cfg.d_model))}',
+             'self.grads = Grads(w=np.zeros((cfg.d_model, cfg.d_model)))').replace(
+    '            return g @ self.params["w"].T',
+    '            self.grads.armed = self.calls >= 2     # the gradient check, not smoke\n'
+    '            return g @ self.params["w"].T')
+
+
+def test_a_gradient_that_cannot_be_read_after_backward_says_so_in_the_same_words(tmp_path):
+    # through a worker it is read ahead with the backward; that read stops quietly, and gradlab's
+    # own read then meets the error, as in one process
+    path = _student(tmp_path, "bad_grads", BAD_GRADS)
+    here = _gradient_message(path, False)
+    assert here == _gradient_message(path, True)
+    assert here[0] == "error" and "LookupError" in here[1] and "no gradient of w today" in here[1], here
+
+
+# ---- the worker's side: a batch stops at the first call that raises, reads ahead quietly -------------
+
+class _Module:
+    def __init__(self):
+        self.w = np.arange(3.0)
+        self.seen = []
+
+    def forward(self, x):
+        self.seen.append(self.w.copy())
+        if x == "boom":
+            raise ValueError("boom")
+        return self.w * x
+
+    def backward(self, g):
+        return g
+
+
+def test_the_worker_batch_stops_at_the_first_call_that_raises_and_restores_what_it_wrote():
+    state = worker.State(None)
+    module = _Module()
+    target = state.keep(module)
+    h, _ = state.share(module.w)
+    enc = Encoder()
+    calls = [{"target": target, "method": "forward", "args": [2.0], "writes": [[h, enc.array(np.full(3, 9.0))]]},
+             {"target": target, "method": "forward", "args": ["boom"], "writes": [[h, enc.array(np.full(3, 5.0))]]},
+             {"target": target, "method": "forward", "args": [1.0]}]
+    payload = b"".join(bytes(b) for b in enc.buffers)
+    reply, _ = state.handle({"op": "calls", "calls": calls, "b": [len(bytes(b)) for b in enc.buffers]}, payload)
+    assert reply["failed"]["index"] == 1 and reply["failed"]["type"] == "ValueError"
+    assert len(reply["value"]) == 1                        # the call before it; none after it ran
+    assert [list(w) for w in module.seen] == [[9.0] * 3, [5.0] * 3]
+    assert module.w.tolist() == [0.0, 1.0, 2.0] and reply["updates"] == []     # restored, bit for bit
