@@ -43,7 +43,7 @@ from gradlab.contract.errors import CannotJudge, CheckFailure, CheckSkipped, Stu
 from gradlab.contract.numbers import distinct
 from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, SMOOTHING, TOKEN_IDS
 from gradlab.execution.loader import reference as reference_impl
-from gradlab.numerics.engine import EPS, Engine, Tensor, eps_of, random_direction
+from gradlab.numerics.engine import EPS, Engine, Tensor, eps_of, point_value, random_direction
 from gradlab.numerics.repeatable import require_repeatable
 from gradlab.numerics.tolerance import (IDIOM_WALK, NOISE_CANNOT_JUDGE, TWIN_MATCH, TWIN_MATCH_FLOAT16, division_idiom,
                                         idiom_allowance, loss_row_bounds, twin_rounding)
@@ -271,21 +271,23 @@ class ModuleSetup:
     @staticmethod
     def _points(subject, module, inputs, wrt, params, g64):
         """Problem.points for f = sum(forward(inputs) * g64) when the module runs in a worker: one forward
-        per point, the points' inputs (positions wrt) passed in, their parameter contents (params, in the
-        tensors' order) held for that forward only, all in one request (subject.forwards); f is computed
-        here, from the outputs. None in gradlab's own process: the engine's loop does the same there,
-        one point at a time."""
+        per point, all in one request (subject.forwards). The points' inputs (positions wrt) are computed
+        here and passed in; their parameters (params, in the tensors' order) are computed where the module
+        is, from d and s, with the same function (engine.point_value), and held for that forward only. f is
+        computed here, from the outputs. None in gradlab's own process: the engine's loop does the same
+        there, one point at a time."""
         if not subject.remote:
             return None
 
-        def evaluate(points):
+        def evaluate(dirs, steps):
+            originals = {k: inputs[k].astype(np.float64, copy=False) for k, d in zip(wrt, dirs) if d is not None}
             calls = []
-            for values in points:
+            for s in steps:
                 args = list(copies(inputs))
-                for k, value in zip(wrt, values):
-                    if value is not None:
-                        args[k] = value       # a fresh array of the engine's: the student's own
-                calls.append((tuple(args), [(p, v) for p, v in zip(params, values[len(wrt):]) if v is not None]))
+                for k, d in zip(wrt, dirs):
+                    if d is not None:
+                        args[k] = point_value(d, s, originals[k], inputs[k].dtype)
+                calls.append((tuple(args), [(p, d, s) for p, d in zip(params, dirs[len(wrt):]) if d is not None]))
             return [float(np.sum(out.astype(np.float64, copy=False) * g64)) for out in subject.forwards(module, calls)]
         return evaluate
 

@@ -17,7 +17,7 @@ from gradlab.execution.limits import Limits
 from gradlab.execution.protocol import Encoder
 from gradlab.execution.runner import config_for, run_one
 from gradlab.execution.subject import Subject
-from gradlab.numerics.engine import EPS, Engine, Tensor, random_direction
+from gradlab.numerics.engine import EPS, Engine, Tensor, point_value, random_direction
 
 BIG = dict(batch_size=2, seq_len=16, d_model=64, num_heads=4, max_len=16)
 
@@ -57,9 +57,10 @@ def test_a_batch_of_points_gives_the_numbers_of_the_loop(dtype, factor):
     grads = [factor * np.outer(h, x), h]
     asked = []
 
-    def points(ps):            # what a worker does: f at each point, arrays untouched here
-        asked.append(len(ps))
-        return [f_at(*(v if v is not None else a for v, a in zip(values, (W, b)))) for values in ps]
+    def points(dirs, steps):       # what a worker does: f at each point, gradlab's arrays untouched
+        asked.append(len(steps))
+        return [f_at(*(a if d is None else point_value(d, s, a.astype(np.float64), a.dtype)
+                       for a, d in zip((W, b), dirs))) for s in steps]
 
     W0, b0 = W.copy(), b.copy()
     dirs = [random_direction(np.random.default_rng(3), W.shape), random_direction(np.random.default_rng(4), b.shape)]
@@ -121,10 +122,14 @@ def test_forwards_hold_parameters_for_one_call_and_restore_them_on_both_sides(wo
         before = subject.forward(module, *x)
         originals = [sl.value.copy() for sl in slots]
         moved = [(sl.value, sl.value + 0.01 * (k + 1)) for k, sl in enumerate(slots)]
-        got = subject.forwards(module, [(x, moved), (x, ()), (x, moved[:1])])
+        along = [(sl.value, np.full(sl.value.shape, 0.5), 1e-3) for sl in slots]   # own + s * d, computed there
+        got = subject.forwards(module, [(x, moved), (x, ()), (x, moved[:1]), (x, along)])
         assert all(sl.value.tobytes() == o.tobytes() for sl, o in zip(slots, originals))
         assert subject.forward(module, *x).tobytes() == before.tobytes()     # restored where the module runs
         assert got[1].tobytes() == before.tobytes() and not np.array_equal(got[0], before)
+        by_hand = subject.forwards(module, [(x, [(a, point_value(d, h, a.astype(np.float64), a.dtype))
+                                                 for a, d, h in along])])[0]
+        assert by_hand.tobytes() == got[3].tobytes()
         outs.append(got)
         mirrors.append(originals)
     assert all(a.tobytes() == b.tobytes() for a, b in zip(*outs))

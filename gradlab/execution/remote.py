@@ -751,19 +751,29 @@ class Session:
 
     def calls(self, what, steps, ahead=None, module=None, slots=()):
         """Several calls in one request (the worker runs them in order, each as `call` would):
-        steps = [(handle, method, args, kwargs, writes)], writes = [(mirror, contents)]: a shared array
-        of gradlab's that holds `contents` in the worker during that call only (gradlab's own is not
-        touched). Values come back by value. -> [value of each call], ending with the RemoteException
+        steps = [(handle, method, args, kwargs, writes)], writes = [(mirror, contents)] or [(mirror, d, s)]:
+        a shared array of gradlab's that holds `contents` (or its contents + s * d, numerics.engine's
+        point_value computed in the worker) there during that call only (gradlab's own is not touched).
+        Arguments go by value (what the calls do to them is not sent back); values come back by value. -> [value of each call], ending with the RemoteException
         of the first call that raised, if one did (the calls after it did not run). A batch of n calls
         has n times the time limit of one. ahead: {"slots": h, "grads": [h], "kept": h} read right
         after the last call (the worker's read_ahead), kept for `module` and `slots` below."""
         enc = self._encoder()
-        nodes, rngs = [], []
+        plain = Encoder()             # arguments by value: what the calls do to them is not sent back
+        plain.buffers = enc.buffers
+        nodes, rngs, along = [], [], {}
         for handle, method, args, kwargs, writes in steps:
             self._rngs = []
-            node = {"target": handle, "method": method, "args": [enc.encode(a) for a in args],
-                    "kwargs": enc.encode(dict(kwargs)), "err": np.geterr(),
-                    "writes": [[self.handle_of(mirror), enc.array(contents)] for mirror, contents in writes]}
+            node = {"target": handle, "method": method, "args": [plain.encode(a) for a in args],
+                    "kwargs": plain.encode(dict(kwargs)), "err": np.geterr(), "writes": []}
+            for mirror, *contents in writes:
+                if len(contents) == 1:
+                    node["writes"].append([self.handle_of(mirror), enc.array(contents[0])])
+                    continue
+                d, s = contents               # computed in the worker (engine.point_value): d travels once
+                if id(d) not in along:
+                    along[id(d)] = (d, enc.array(d))
+                node["writes"].append([self.handle_of(mirror), along[id(d)][1], float(s)])
             if self.trace_memory is not None:
                 node["trace"] = True
             nodes.append(node)

@@ -16,6 +16,7 @@ from gradlab.execution.discovery import arrays_at_build, explain, find_slots
 from gradlab.contract.errors import CheckSkipped, StudentError
 from gradlab.execution.harness import as_float_array, describe, guarded
 from gradlab.contract.kinds import SMOOTHING
+from gradlab.numerics.engine import point_value
 
 
 class Subject:
@@ -83,10 +84,11 @@ class Subject:
 
     def forwards(self, module, calls):
         """forward(*inputs) once per (inputs, writes) of `calls`, in order -> the validated outputs.
-        writes: (array, contents) pairs, each array a parameter of the module (a slot's value, as
-        slots() gives it): it holds `contents` during that call only and its own contents, bit for
-        bit, after it. The student's code sees the same calls, arguments and state either way;
-        through a worker they make one request."""
+        writes: (array, contents) or (array, d, s), each array a parameter of the module (a slot's
+        value, as slots() gives it): it holds `contents` (or its own contents + s * d, as
+        numerics.engine.point_value computes it) during that call only, and its own contents, bit for
+        bit, after it. The student's code sees the same calls, arguments and state either way; through
+        a worker they make one request, and what forward does to its inputs is not sent back."""
         if not self.remote:
             return [self._forward_holding(module, inputs, writes) for inputs, writes in calls]
         from gradlab.execution.remote import forward_calls
@@ -102,7 +104,9 @@ class Subject:
     def _forward_holding(self, module, inputs, writes):
         saved = []
         try:
-            for array, contents in writes:
+            for array, *what in writes:
+                contents = what[0] if len(what) == 1 else \
+                    point_value(what[0], what[1], array.astype(np.float64, copy=False), array.dtype)
                 saved.append((array, array.copy()))
                 array[...] = contents
             return self.forward(module, *inputs)

@@ -35,6 +35,7 @@ from gradlab.execution.protocol import Channel, ChannelClosed, Decoder, Encoder,
 from gradlab.execution import limits as _limits
 from gradlab.execution.harness import student_frame as _student_frame, student_traceback as _student_traceback
 from gradlab.contract.errors import UsageError as _UsageError
+from gradlab.numerics.engine import point_value as _point_value
 
 import numpy as np
 
@@ -218,8 +219,9 @@ class State:
 
     def calls(self, header, dec, enc):
         """Several calls in one request, in order, each run as `call` runs it (its value sent by
-        value). A call's "writes" ([[handle, array], ...]) are shared arrays that hold those contents
-        while it runs: written before it, put back bit for bit after it, whatever it did. The first
+        value). A call's "writes" ([[handle, array], ...], or [[handle, d, s], ...] for the point
+        contents + s * d that numerics.engine.point_value computes) are shared arrays that hold those
+        contents while it runs: written before it, put back bit for bit after it, whatever it did. The first
         call that raises ends the request: "failed" says how, "value" has the replies before it.
         "ahead": what gradlab reads next, read right after the last call (read_ahead)."""
         done = []
@@ -228,11 +230,17 @@ class State:
         for i, step in enumerate(header.get("calls", [])):
             saved = []
             try:
-                for h, node in step.get("writes", ()):
+                for h, node, *step_size in step.get("writes", ()):
                     array, value = self.arrays[h][0], dec.decoder.array_view(node)
+                    before = array.copy()
+                    if step_size:         # the point original + s * d, computed as gradlab computes it
+                        if type(step_size[0]) is not float or value.dtype != np.float64:
+                            raise ValueError("a bad point")
+                        value = _point_value(value, step_size[0], before.astype(np.float64, copy=False),
+                                             array.dtype)
                     if value.shape != array.shape or value.dtype != array.dtype:
                         raise ValueError("contents that do not fit their array")
-                    saved.append((array, array.copy()))
+                    saved.append((array, before))
                     array[...] = value
                 done.append(self.call({**step, "t": header.get("t")}, dec, by_value))
             except _StudentRaised as e:

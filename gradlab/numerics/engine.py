@@ -85,6 +85,15 @@ def random_direction(rng, shape, floor=DIRECTION_FLOOR):
     return d.reshape(shape)
 
 
+def point_value(d, s, original64, dtype):
+    """original + s * d as a directional check's point holds it: computed in float64 from the original's
+    float64 copy, then rounded to the array's dtype. A worker computes a point with this function too, so
+    both sides hold the same bits."""
+    moved = d * s
+    moved += original64
+    return moved if dtype == np.float64 else moved.astype(dtype)
+
+
 @dataclass
 class Tensor:
     """One thing we differentiate with respect to."""
@@ -183,10 +192,11 @@ class Engine:
     idiom: (dirs, products) -> an extra allowance along dirs for what a sound numerical idiom in f may change,
     products being analytical * d per tensor (None where d is None), as the engine computed them (the
     gradient check passes gradlab.numerics.tolerance's; default none: the engine itself is exact maths);
-    points: [values] -> [f at each], where values holds per tensor the contents it takes at that point (None:
-    its own), evaluated in order with every array back to its original contents after each: what f() would
-    give with the values written in (default: exactly that, write, f(), restore). A directional check asks
-    for its four points at once, so a caller whose module runs in another process makes one request of them.
+    points: (dirs, steps) -> [f at original + s * d for each s in steps], in order, each tensor holding
+    point_value(d, s, its original) there (its own contents where d is None) and its original contents again
+    after each: what f() would give with those contents written in (default: exactly that). A directional
+    check asks for its four points at once, so a caller whose module runs in another process makes one
+    request of them (and may have point_value computed there, from d and s: the same bits).
     """
 
     def __init__(self, f, tensors, eps_numeric, eps_analytical, f_abs, step=None, element_step=None, f0=None,
@@ -216,33 +226,19 @@ class Engine:
         self.calls += 1
         return float(self._f())
 
-    def evaluate_points(self, points):
-        """f at each point (per tensor, the contents it takes there, or None), in order."""
-        self.calls += len(points)
-        if self._points is not None:
-            values = [float(v) for v in self._points(points)]
-            if len(values) != len(points):
-                raise ValueError(f"{len(points)} points evaluated as {len(values)} values")
-            return values
-        return [self._evaluate_at(values) for values in points]
-
-    def _evaluate_at(self, values):
-        """f() with `values` written into the arrays; every array restored exactly, even when
-        the student's code raises."""
-        touched = []
-        try:
-            for i, value in enumerate(values):
-                if value is not None:
-                    touched.append(i)
-                    self.tensors[i].array[...] = value
-            return float(self._f())
-        finally:
-            for i in touched:
-                self.tensors[i].array[...] = self._originals[i]
+    def _evaluations(self, dirs, steps):
+        """[(f, <a, the step actually taken>)] at original + s * d for each s in steps, in order."""
+        if self._points is None:
+            return self._at(dirs, steps)
+        self.calls += len(steps)
+        values = [float(v) for v in self._points(dirs, steps)]
+        if len(values) != len(steps):
+            raise ValueError(f"{len(steps)} points evaluated as {len(values)} values")
+        return [(v, self._dot(dirs, s)) for v, s in zip(values, steps)]
 
     def _at(self, dirs, steps):
         """[(f, <a, the step actually taken>)] at original + s * d (cast to the arrays' dtypes) for each
-        s in steps, one point at a time (no more memory than one point's): _point's values, written in
+        s in steps, one point at a time (no more memory than one point's): point_value's bits, written in
         place, f(). Every point overwrites every array it touches, so they are restored once, exactly,
         after the last (and when the student's code raises)."""
         touched = [i for i, d in enumerate(dirs) if d is not None]
@@ -286,28 +282,14 @@ class Engine:
             view = self._steps[i] = self._scratch[:self.tensors[i].array.size].reshape(self.tensors[i].array.shape)
         return view
 
-    def _point(self, dirs, s):
-        """(values, dot): per tensor its contents at original + s * d, in its own dtype (None where d
-        is None), and <a, the step actually taken> (the values as they round)."""
-        values, dot = [], 0.0
+    def _dot(self, dirs, s):
+        """<a, the step actually taken> to original + s * d (point_value's bits)."""
+        dot = 0.0
         for i, d in enumerate(dirs):
-            if d is None:
-                values.append(None)
-                continue
-            t = self.tensors[i]
-            moved = d * s
-            moved += self._originals64[i]
-            if t.array.dtype != np.float64:
-                value = moved.astype(t.array.dtype)       # rounds as writing it into the array would
-                moved[...] = value
-                moved -= self._originals64[i]             # the step actually taken
-                step = moved
-            else:
-                value = moved
-                step = moved - self._originals64[i]
-            dot += float(np.vdot(t.analytical, step))
-            values.append(value)
-        return values, dot
+            if d is not None:
+                t, o64 = self.tensors[i], self._originals64[i]
+                dot += float(np.vdot(t.analytical, point_value(d, s, o64, t.array.dtype) - o64))
+        return dot
 
     def _largest(self, i):
         """max |analytical| of tensor i (0 for an empty one), worked out once."""
@@ -372,12 +354,7 @@ class Engine:
 
     def _directional(self, dirs, h, magnitude, count):
         calls = self.calls
-        steps = (h, -h, h / 2, -h / 2)
-        if self._points is None:
-            (fp, ap), (fm, am), (fp2, ap2), (fm2, am2) = self._at(dirs, steps)
-        else:       # four independent points: one batch
-            points, (ap, am, ap2, am2) = zip(*(self._point(dirs, s) for s in steps))
-            fp, fm, fp2, fm2 = self.evaluate_points(list(points))
+        (fp, ap), (fm, am), (fp2, ap2), (fm2, am2) = self._evaluations(dirs, (h, -h, h / 2, -h / 2))
         n1, a1 = (fp - fm) / (2 * h), (ap - am) / (2 * h)
         n2, a2 = (fp2 - fm2) / h, (ap2 - am2) / h
         r1, r2 = n1 - a1, n2 - a2
