@@ -7,7 +7,8 @@ Rows:
 - the `gradient` check on the causal attention B=2, T=16, D=64, H=4 (gradlab's
   reference), in gradlab's process and through a worker that is already running
   (a grader opens one worker per submission and runs every check through it);
-  as multiples of one in-process forward+backward of that attention;
+  as multiples of one in-process forward+backward of that attention, with the
+  number of requests one check makes into the worker;
 - one forward call of the small default linear, in-process and through a worker
   (the fixed cost of a call: two messages through a pipe and two context switches);
 - a bare round trip through a pipe between two processes: the floor under any call
@@ -56,9 +57,14 @@ def gradient_seconds(impls, repeats):
     cfg = config_for("attention", 0, **BIG)
     check = suite.resolve(["gradient"])[0]
     subjects = [Subject(spec, impl.get("attention"), cfg, impl.name, impl.files) for impl in impls]
-    for subject in subjects:
+    requests = None
+    for impl, subject in zip(impls, subjects):
         record = run_one(check, subject, 0)
         assert record.status == "pass", record.message
+        if hasattr(impl, "session"):     # how many requests one check makes into the worker
+            before = impl.session.requests
+            run_one(check, subject, 0)
+            requests = impl.session.requests - before
     times = [[] for _ in subjects]
     for _ in range(repeats):
         for subject, out in zip(subjects, times):
@@ -66,7 +72,7 @@ def gradient_seconds(impls, repeats):
             run_one(check, subject, 0)
             out.append(time.perf_counter() - start)
     ratios = [b / a for a, b in zip(*times)] if len(times) == 2 else []
-    return [statistics.median(t) for t in times], (statistics.median(ratios) if ratios else None)
+    return [statistics.median(t) for t in times], (statistics.median(ratios) if ratios else None), requests
 
 
 def fwd_bwd_seconds(repeats):
@@ -131,7 +137,7 @@ def main():
     worker = loader.open_implementation(None, isolate=True, limits=Limits())
     started = time.perf_counter() - start
     try:
-        (here, there), ratio = gradient_seconds([loader.reference(), worker], r)
+        (here, there), ratio, requests = gradient_seconds([loader.reference(), worker], r)
         call_there = call_seconds(worker, r)
     finally:
         worker.close()
@@ -141,7 +147,7 @@ def main():
     all_there = median_time(lambda: gradlab.check("all", seed=0, isolate=True), max(1, r // 2))
 
     rows.append(("gradient check, attention B=2 T=16 D=64 H=4", f"{here * 1e3:.1f} ms ({here / fb:.1f}x fwd+bwd)",
-                 f"{there * 1e3:.1f} ms ({there / fb:.1f}x fwd+bwd)", f"{ratio:.2f}x"))
+                 f"{there * 1e3:.1f} ms ({there / fb:.1f}x fwd+bwd; {requests} requests)", f"{ratio:.2f}x"))
     rows.append(("one forward call, linear (default cfg)", f"{call_here * 1e6:.0f} us", f"{call_there * 1e6:.0f} us",
                  f"{call_there / call_here:.0f}x"))
     rows.append(("a bare pipe round trip between two processes (the floor of any call)", "-",

@@ -224,7 +224,7 @@ class ModuleSetup:
         names = {specs[k].name for k in wrt}
         tensors = [Tensor(name, arr, a.astype(np.float64, copy=name in names), measured.get(name))
                    for (name, _, a), arr in zip(analytical, arrays)]
-        terms = out.astype(np.float64) * g64
+        terms = out.astype(np.float64, copy=False) * g64
         f_abs = float(np.sum(np.abs(terms)))
         problem = Problem(tensors, f, f_abs, eps_num, eps_an, numerics, context)
         problem.points = points

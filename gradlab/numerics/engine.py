@@ -259,7 +259,7 @@ class Engine:
             if d is None:
                 continue
             t, o64 = self.tensors[i], self._originals64[i]
-            if t.array.dtype == np.float64:         # computed in place: no copy, no allocation
+            if type(t.array) is np.ndarray and t.array.dtype == np.float64:   # in place: no copy, no allocation
                 np.multiply(d, s, out=t.array)
                 t.array += o64
                 step = np.subtract(t.array, o64, out=self._step_buffer(i))   # the step actually taken
@@ -286,9 +286,16 @@ class Engine:
         """<a, the step actually taken> to original + s * d (point_value's bits)."""
         dot = 0.0
         for i, d in enumerate(dirs):
-            if d is not None:
-                t, o64 = self.tensors[i], self._originals64[i]
-                dot += float(np.vdot(t.analytical, point_value(d, s, o64, t.array.dtype) - o64))
+            if d is None:
+                continue
+            t, o64 = self.tensors[i], self._originals64[i]
+            if t.array.dtype == np.float64:         # point_value's arithmetic, in place
+                step = np.multiply(d, s, out=self._step_buffer(i))
+                step += o64
+                step -= o64
+            else:
+                step = point_value(d, s, o64, t.array.dtype) - o64
+            dot += float(np.vdot(t.analytical, step))
         return dot
 
     def _largest(self, i):
