@@ -190,6 +190,14 @@ def test_a_forward_that_exits_mid_batch_says_so_as_a_single_call_does(tmp_path):
     assert "forward ended the worker process" in message and "exit status 3" in message
 
 
+def test_a_keyboard_interrupt_mid_batch_ends_that_worker_and_the_next_check_gets_a_fresh_one(tmp_path):
+    path = _student(tmp_path, "interrupts", FLAKY.format(when=4, what="raise KeyboardInterrupt"))
+    result = gradlab.check("ffn", impl=path, checks="gradient,determinism", seed=0, isolate=True)
+    gradient, determinism = [c for c in result.checks if c.name in ("gradient", "determinism")]
+    assert gradient.status == "error" and "forward raised KeyboardInterrupt at interrupts.py:" in gradient.message
+    assert determinism.status == "pass", determinism.message
+
+
 def test_a_forward_that_hangs_mid_batch_is_stopped_with_where(tmp_path):
     path = _student(tmp_path, "hangs", FLAKY.format(when=4, what="while True: pass"))
     status, message = _gradient_message(path, True, timeout=0.3)
