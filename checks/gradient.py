@@ -6,7 +6,9 @@ How (gradlab.numerics.engine does the arithmetic):
 1. The analytical gradients are captured first, from one forward and backward.
 2. One random direction d over all tensors at once: <analytical, d> against the
    derivative of f along d, with a tolerance from the measured numerical error.
-   A pass costs 5 forwards beyond the analytical pass.
+   A pass costs 5 forwards beyond the analytical pass. Through a worker process the
+   calls go in batches (forward and its repeat; backward and what is read after it;
+   the four points of a directional check): 4 requests in all, f computed here.
 3. Only when that fails: one direction per tensor, to name the wrong ones; then,
    for the worst MAX_LOCALISED of them, the offending elements: the full
    per-element map when the tensor has at most FULL_MAP_MAX_ELEMENTS entries
