@@ -436,7 +436,7 @@ def _scheduler(subject):
             f"{subject.kind.name}: two schedulers built one after the other return {values[0]:.8g} and {again:.8g} "
             "on their first calls: the step count is shared between instances (a class attribute or a "
             "module-level counter?); keep it on self, set in __init__", {"first": values[0], "second": again})
-    values += [first.next() for _ in range(steps[-1] - 1)]
+    values += first.take(steps[-1] - 1)
     outcome = _compare_schedule(subject, steps, [values[s - 1] for s in steps])
     outcome.message += "; two instances count their steps separately"
     return outcome

@@ -52,7 +52,30 @@ class Scheduler:
     def next(self):
         self.steps += 1
         what = f"{self.how} (call {self.steps})"
-        got = self.subject.run(what, self.advance)
+        return self._value(what, self.subject.run(what, self.advance))
+
+    def take(self, count):
+        """[next() for _ in range(count)]: the same calls, in order. Through a worker they are
+        made in a row in one request (remote.calls_ahead) instead of count requests; a value
+        that is not a plain number, and an error, are then handled here as next() handles them."""
+        from gradlab.execution.remote import calls_ahead
+        out = []
+        while len(out) < count:
+            batch = calls_ahead(self.advance, count - len(out)) if self.subject.remote else None
+            if batch is None or not (batch[0] or batch[1]):
+                out.append(self.next())
+                continue
+            values, error = batch
+            for got in values:
+                self.steps += 1
+                out.append(self._value(f"{self.how} (call {self.steps})", got))
+            if error is not None:
+                self.steps += 1
+                self.subject.run(f"{self.how} (call {self.steps})", _raise, error)
+        return out
+
+    def _value(self, what, got):
+        """The lr of one call's return value (read from the scheduler when it returned None)."""
         if got is None:
             got = self._read(what)
         try:
@@ -65,6 +88,7 @@ class Scheduler:
         return value
 
     def _read(self, what):
+        """The lr after a step() that returned None."""
         obj = self.obj
         for name in ("get_last_lr", "get_lr"):
             method = getattr(obj, name, None)
@@ -76,3 +100,7 @@ class Scheduler:
                 return getattr(obj, name)
         raise StudentError(f"{what} returned None and the scheduler has no get_last_lr(), get_lr() or lr "
                            "attribute; return the learning rate from the call")
+
+
+def _raise(error):
+    raise error

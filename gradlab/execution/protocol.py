@@ -16,7 +16,7 @@ after their shape and size are validated. Everything else the student returns
 travels as a reference (a handle) or as the name of its type.
 
 Values are encoded as JSON trees with one-letter tags for what JSON lacks:
-    {"a": i, "dtype": "<f8", "shape": [2, 3], "h": handle}   array (buffer i; h: shared-array handle or null)
+    {"a": i, "dtype": "<f8", "shape": [2, 3], "h": handle}   array (buffer i; h: shared-array handle, left out if none)
     {"s": i, "dtype": "<f4"}                                NumPy scalar (0-d array)
     {"t": [...]}                                            tuple
     {"d": [[key, value], ...]}                              dict (any keys)
@@ -33,6 +33,7 @@ import fcntl
 import json
 import os
 import select
+import struct
 import time
 
 import numpy as np
@@ -41,10 +42,16 @@ import numpy as np
 ALLOWED_DTYPES = frozenset(np.dtype(t).str for t in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "complex64", "complex128"))
+_DTYPES = {t: np.dtype(t) for t in ALLOWED_DTYPES}
 MAX_MESSAGE = 1 << 31          # bytes: a reply larger than this is a broken (or hostile) worker
 MAX_DEPTH = 64                 # nesting of lists/dicts in a reply
 MAX_TEXT = 2000                # characters kept of any string from the worker
 PIPE_BYTES = 1 << 20           # pipe capacity asked for: a call's arrays go in one write, one read
+READ = 1 << 16                 # bytes asked for by the first read of a message (most messages are smaller)
+JOIN = 1 << 16                 # messages up to this size are joined into one bytes object and written at once
+_dumps = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode   # built once, not per message
+_loads = json.JSONDecoder().decode
+_PREFIX = struct.Struct("<QI")  # the total length, then the header's
 
 
 def widen_pipe(fd):
@@ -80,6 +87,7 @@ class Channel:
     def __init__(self, read_fd, write_fd, blocking=True):
         self.rfd, self.wfd = read_fd, write_fd
         self.blocking = blocking
+        self.deadline = None         # time.monotonic() by which the current exchange must be done (parent)
         self._extra = b""
         if not blocking:
             os.set_blocking(read_fd, False)
@@ -97,15 +105,23 @@ class Channel:
                 pass
 
     def send(self, header, buffers=(), deadline=None):
-        head = json.dumps(header, separators=(",", ":")).encode()
-        views = [memoryview(b).cast("B") for b in buffers]
-        total = 4 + len(head) + sum(v.nbytes for v in views)
-        parts = [memoryview(total.to_bytes(8, "little") + len(head).to_bytes(4, "little") + head), *views]
+        """One message: the header (its "b" set here to the buffers' lengths) and the buffers,
+        in one write when the pipe takes it all (small messages are joined first: one
+        syscall, not a writev of many pieces)."""
+        self.deadline = deadline
+        lengths = header["b"] = [b.nbytes if type(b) is np.ndarray else memoryview(b).nbytes for b in buffers]
+        head = _dumps(header).encode()
+        total = 4 + len(head) + sum(lengths)
+        prefix = _PREFIX.pack(total, len(head)) + head
+        if total <= JOIN:
+            parts = [memoryview(b"".join([prefix, *buffers]) if buffers else prefix)]
+        else:
+            parts = [memoryview(prefix), *(memoryview(b).cast("B") for b in buffers if len(memoryview(b)))]
         while parts:
             try:
-                n = os.writev(self.wfd, parts[:64])
+                n = os.writev(self.wfd, parts[:64]) if len(parts) > 1 else os.write(self.wfd, parts[0])
             except BlockingIOError:
-                self._wait(self._wpoll, deadline)      # the pipe is full: wait until the other side reads
+                self._wait(self._wpoll, self.deadline)      # the pipe is full: wait until the other side reads
                 continue
             except (BrokenPipeError, ConnectionResetError):
                 raise ChannelClosed() from None
@@ -118,49 +134,58 @@ class Channel:
                     n = 0
 
     def recv(self, deadline=None, limit=MAX_MESSAGE):
-        """-> (header dict, payload memoryview): buffers are read from the payload."""
-        prefix = self._read(8, deadline)
-        total = int.from_bytes(prefix[:8], "little")
+        """-> (header dict, payload memoryview): buffers are read from the payload.
+        Usually one read: the parent waits until the reply is there, then takes it whole."""
+        self.deadline = deadline
+        data = self._extra
+        while len(data) < 8:
+            data = data + self._read_some()
+        total = int.from_bytes(data[:8], "little")
         if total < 4 or total > limit:
             raise ProtocolError(f"a message of {total} bytes")
-        body = self._read(total, deadline, prefix[8:])
+        end = 8 + total
+        if len(data) >= end:
+            body, self._extra = memoryview(data)[8:end], data[end:]
+        else:
+            body, self._extra = memoryview(self._read_rest(data[8:], total)), b""
         hlen = int.from_bytes(body[:4], "little")
         if hlen > total - 4:
             raise ProtocolError("a header longer than its message")
         try:
-            header = json.loads(bytes(body[4:4 + hlen]))
+            header = _loads(str(body[4:4 + hlen], "utf-8"))
         except (ValueError, UnicodeDecodeError, RecursionError):
             raise ProtocolError("a header that is not JSON") from None
         if not isinstance(header, dict):
             raise ProtocolError("a header that is not a JSON object")
-        return header, memoryview(body)[4 + hlen:]
+        return header, body[4 + hlen:]
 
-    def _read(self, n, deadline, start=b""):
-        """n bytes (the first ones may be in `start`). The 8-byte length prefix is
-        read together with whatever follows it in the pipe (kept for the body)."""
-        if n == 8 and self._extra:
-            start, self._extra = self._extra, b""
+    def _read_some(self):
+        """What the pipe holds now (at least one byte; the parent waits for it until its deadline)."""
+        while True:
+            if not self.blocking:
+                self._wait(self._rpoll, self.deadline)
+            try:
+                chunk = os.read(self.rfd, READ)
+            except BlockingIOError:
+                continue
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                raise ChannelClosed()
+            return chunk
+
+    def _read_rest(self, start, n):
+        """A body of n bytes whose first bytes are `start`: read into one buffer, no copies of pieces."""
         buf = bytearray(n)
-        got = min(len(start), n)
-        buf[:got] = start[:got]
-        if got < len(start):
-            self._extra = bytes(start[got:])
+        got = len(start)
+        buf[:got] = start
         view = memoryview(buf)
         while got < n:
+            if not self.blocking:
+                self._wait(self._rpoll, self.deadline)
             try:
-                if n == 8:       # the prefix: read what is there, the body follows it
-                    chunk = os.read(self.rfd, 1 << 16)
-                    if not chunk:
-                        raise ChannelClosed()
-                    take = min(len(chunk), n - got)
-                    view[got:got + take] = chunk[:take]
-                    got += take
-                    if take < len(chunk):
-                        return bytes(buf) + chunk[take:]
-                    continue
                 k = os.readv(self.rfd, [view[got:]])
             except BlockingIOError:
-                self._wait(self._rpoll, deadline)
                 continue
             except ConnectionResetError:
                 k = 0
@@ -170,8 +195,6 @@ class Channel:
         return buf
 
     def _wait(self, poller, deadline):
-        if self.blocking:
-            return
         while True:
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
             events = poller.poll(None if timeout is None else int(timeout * 1000) + 1)
@@ -194,12 +217,17 @@ class Encoder:
         self.object_tag = object_tag
 
     def buffer(self, array):
-        array = np.ascontiguousarray(array)
-        self.buffers.append(array.reshape(-1).view(np.uint8) if array.size else b"")
+        """The array's bytes as buffer i (the array itself when it is contiguous: no copy)."""
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)
+        self.buffers.append(array if array.size else b"")
         return len(self.buffers) - 1
 
     def array(self, array, handle=None):
-        return {"a": self.buffer(array), "dtype": array.dtype.str, "shape": list(array.shape), "h": handle}
+        node = {"a": self.buffer(array), "dtype": array.dtype.str, "shape": list(array.shape)}
+        if handle is not None:
+            node["h"] = handle
+        return node
 
     def encode(self, value, depth=0):
         t = type(value)
@@ -248,14 +276,16 @@ class Decoder:
 
     def __init__(self, header, payload, object_hook, array_hook=None):
         lengths = header.get("b", [])
-        if not isinstance(lengths, list) or not all(type(n) is int and n >= 0 for n in lengths):
+        if type(lengths) is not list:
             raise ProtocolError("bad buffer lengths")
-        if sum(lengths) != len(payload):
-            raise ProtocolError("buffer lengths that do not add up")
         self.buffers, start = [], 0
         for n in lengths:
+            if type(n) is not int or n < 0:
+                raise ProtocolError("bad buffer lengths")
             self.buffers.append(payload[start:start + n])
             start += n
+        if start != len(payload):
+            raise ProtocolError("buffer lengths that do not add up")
         self.object_hook = object_hook
         self.array_hook = array_hook
 
@@ -317,13 +347,15 @@ class Decoder:
         index, dtype = node.get("a"), node.get("dtype")
         if type(index) is not int or not 0 <= index < len(self.buffers):
             raise ProtocolError("a bad buffer index")
-        if dtype not in ALLOWED_DTYPES:
+        dt = _DTYPES.get(dtype) if type(dtype) is str else None
+        if dt is None:
             raise ProtocolError(f"an array of dtype {str(dtype)[:20]!r}")
-        if type(shape) is not list or len(shape) > 32 or not all(type(n) is int and n >= 0 for n in shape):
+        if type(shape) is not list or len(shape) > 32:
             raise ProtocolError("a bad array shape")
-        dt = np.dtype(dtype)
         count = 1
         for n in shape:
+            if type(n) is not int or n < 0:
+                raise ProtocolError("a bad array shape")
             count *= n
         buf = self.buffers[index]
         if count * dt.itemsize != len(buf):
@@ -334,7 +366,11 @@ class Decoder:
 
 
 def lengths_of(buffers):
-    return [memoryview(b).nbytes for b in buffers]
+    return [_nbytes(b) for b in buffers]
+
+
+def _nbytes(b):
+    return b.nbytes if type(b) is np.ndarray else memoryview(b).nbytes
 
 
 def same_bytes(a, b):
@@ -367,7 +403,7 @@ def snapshot(a, old=None):
 def refresh(a, snap):
     """None when `a` holds exactly the bits `snap` recorded (NaN equals NaN; -0.0 differs
     from 0.0); otherwise the snapshot of what it holds now (`snap` reused when it can be)."""
-    if type(snap) is tuple:
+    if type(snap) is tuple:      # the common case (small arrays): also inlined in changed()
         if a.nbytes <= SMALL:
             now = a.tobytes()
             if now == snap[2] and a.shape == snap[0] and a.dtype == snap[1]:
@@ -377,6 +413,30 @@ def refresh(a, snap):
     if same_bytes(a, snap):
         return None
     return snapshot(a, snap)
+
+
+def changed(entries, array_of):
+    """[(key, array, new snapshot)] for the entries {key: [ref, snapshot, ...]} whose array
+    changed since its snapshot (array_of(ref) -> the array, or None: gone). Runs over every
+    shared array on both sides of every request, so the small-array case is written out here."""
+    out = []
+    for key, entry in entries.items():
+        a = array_of(entry[0])
+        if a is None:
+            continue
+        snap = entry[1]
+        if type(snap) is tuple and a.nbytes <= SMALL:
+            now = a.tobytes()
+            if now == snap[2] and a.shape == snap[0] and a.dtype == snap[1]:
+                continue
+            out.append((key, a, (a.shape, a.dtype, now)))
+        else:
+            snap = refresh(a, snap)
+            if snap is not None:
+                out.append((key, a, snap))
+    return out
+
+
 _INT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 

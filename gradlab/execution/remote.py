@@ -39,11 +39,12 @@ from gradlab.contract.registry import Registration
 from gradlab.execution import limits as limits_mod
 from gradlab.execution import zygote
 from gradlab.execution.protocol import (Channel, ChannelClosed, ChannelTimeout, Decoder, Encoder, ProtocolError,
-                                        lengths_of, refresh, snapshot, widen_pipe)
+                                        changed, snapshot, widen_pipe)
 
 _GRADLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _ROOT = os.path.dirname(_GRADLAB_DIR)     # the folder holding the gradlab package (a checkout or site-packages)
 _live = weakref.WeakSet()                   # sessions with a worker, killed at exit whatever happens
+REPEAT_SECONDS = 0.5                        # a repeat request starts no call after this (see Session.repeat)
 STARTUP_SECONDS = 120                       # for the worker's interpreter and NumPy to start (a busy machine)
 FORK_SECONDS = 30                           # for a forked worker to be ready (it takes ~10 ms), else spawn one
 TOKENS = []                                 # the environment token of every worker this process started
@@ -238,7 +239,10 @@ def kept_attention_of(module):
     if stamp == session.requests and ahead is not None and ahead[0] == handle:     # read with the backward
         return ahead[1]
     reply = session.request({"op": "kept_attention", "target": handle}, [], "reading attn_weights")
-    value = session._decode(reply, reply.get("value"))
+    try:
+        value = session._decode(reply, reply.get("value"))
+    except ProtocolError as e:
+        raise session._malformed("reading attn_weights", e) from None
     return [a for a in value if isinstance(a, np.ndarray)] if isinstance(value, list) else []
 
 
@@ -279,6 +283,23 @@ def explain_slots(module):
     return value if isinstance(value, str) else ""
 
 
+def calls_ahead(fn, n):
+    """Up to n values of fn() called n times in a row in the worker, in one request: (values,
+    error), as Session.repeat; None when fn is no remote callable (call it yourself) or when
+    calls are being measured one by one (Subject.peak_memory)."""
+    if isinstance(fn, RemoteMethod):
+        obj, method, what = fn._obj, fn._name, fn._name
+    elif isinstance(fn, CallableRemoteObject):
+        obj, method, what = fn, None, f"{type(fn).__name__}(...)"
+    else:
+        return None
+    session, generation, handle, _ = object.__getattribute__(obj, "_r")
+    if session.trace_memory is not None or n < 2:
+        return None
+    session.check_generation(generation, what)
+    return session.repeat(what, handle, method, n)
+
+
 def is_remote(obj):
     return isinstance(obj, (RemoteObject, RemoteFunction))
 
@@ -311,6 +332,8 @@ class Session:
         self.requests = 0            # requests answered so far (slots found at a build stay valid until the next)
         self._grads_ahead = (-1, {})  # (requests then, slot handle -> gradient read ahead): see grad_of
         self.kept_ahead = (-1, None)  # (requests then, (object handle, its attention weights)): see calls
+        self._err_sent = None        # (generation, np.geterr()) last sent to that worker
+        self._decoding = (None, None)  # (reply, its Decoder)
         self.files = ()
         self.calls_per_request = 1    # calls in the request being made (a batch: each has the time limit)
 
@@ -489,79 +512,79 @@ class Session:
         return released
 
     def _encoder(self):
-        def array_tag(array, enc):
-            h = self.by_id.get(id(array))
-            if h is not None and h in self.arrays and self.arrays[h][0]() is array:
+        return Encoder(self._array_tag, self._object_tag)
+
+    def _array_tag(self, array, enc):
+        h = self.by_id.get(id(array))
+        if h is not None:
+            entry = self.arrays.get(h)
+            if entry is not None and entry[0]() is array:
                 return {"x": h}
-            h = self.next_handle
-            self.next_handle += 1
-            self._share(array, h)
-            return enc.array(array, h)
+        h = self.next_handle
+        self.next_handle += 1
+        self._share(array, h)
+        return enc.array(array, h)
 
-        def object_tag(obj, enc):
-            if isinstance(obj, RemoteObject):
-                session, generation, handle, _ = object.__getattribute__(obj, "_r")
-                if session is not self or generation != self.generation:
-                    raise StudentError("cannot judge: an object from an earlier worker process was passed on")
-                return {"r": handle}
-            if isinstance(obj, Config):
-                return {"cfg": obj.to_dict()}
-            if isinstance(obj, np.random.Generator):     # sent as its state; what the call draws comes back
-                self._rngs.append(obj)
-                return {"rng": obj.bit_generator.state}
-            raise TypeError(f"gradlab cannot send a {type(obj).__name__} to its worker")
-
-        return Encoder(array_tag, object_tag)
+    def _object_tag(self, obj, enc):
+        if isinstance(obj, RemoteObject):
+            session, generation, handle, _ = object.__getattribute__(obj, "_r")
+            if session is not self or generation != self.generation:
+                raise StudentError("cannot judge: an object from an earlier worker process was passed on")
+            return {"r": handle}
+        if isinstance(obj, Config):
+            return {"cfg": obj.to_dict()}
+        if isinstance(obj, np.random.Generator):     # sent as its state; what the call draws comes back
+            self._rngs.append(obj)
+            return {"rng": obj.bit_generator.state}
+        raise TypeError(f"gradlab cannot send a {type(obj).__name__} to its worker")
 
     def _sync_out(self, enc):
+        """The shared arrays gradlab changed since they were last in step with the worker's
+        (a check perturbing a parameter in place, a new input written into an old array)."""
         changes = []
-        for h, entry in list(self.arrays.items()):
-            array = entry[0]()
-            if array is None:
-                continue
-            snap = refresh(array, entry[1])
-            if snap is not None:
-                entry[1] = snap
-                changes.append([h, enc.array(array)])
+        for h, array, snap in changed(self.arrays, _deref):
+            self.arrays[h][1] = snap
+            changes.append([h, enc.array(array)])
         return changes
 
     def _decode(self, reply, node, payload=None):
-        generation = self.generation
+        if payload is not None:
+            return Decoder(reply, payload, self._object_hook, self._array_hook).decode(node)
+        if self._decoding[0] is not reply:      # one Decoder per reply, however many parts are read
+            self._decoding = (reply, Decoder(reply, self._payload, self._object_hook, self._array_hook))
+        return self._decoding[1].decode(node)
 
-        def object_hook(tag):
-            if "x" in tag:
-                entry = self.arrays.get(tag["x"]) if type(tag["x"]) is int else None
-                if entry is None:
-                    raise ProtocolError("a reference to an array gradlab does not have")
-                return entry[0]()
-            if "r" in tag:
-                if type(tag["r"]) is not int or type(tag.get("c", [])) is not list:
-                    raise ProtocolError("a bad object reference")
-                methods = [c for c in tag.get("c", []) if isinstance(c, str)]
-                cls = _remote_class(_name(tag.get("type")), CallableRemoteObject if "__call__" in methods
-                                    else RemoteObject)
-                return cls(self, generation, tag["r"], methods)
-            if "o" in tag:
-                if tag.get("o") == "ndarray":      # an array of a dtype that does not travel (object, str)
-                    shape = tag.get("shape")
-                    if type(shape) is not list or len(shape) > 32 or not all(type(n) is int and n >= 0
-                                                                             for n in shape):
-                        raise ProtocolError("a bad array shape")
-                    return np.broadcast_to(np.empty((), dtype=object), shape)
-                return _remote_class(_name(tag.get("o")), Opaque)()
-            raise ProtocolError("an unexpected tag")
+    def _object_hook(self, tag):
+        if "x" in tag:
+            entry = self.arrays.get(tag["x"]) if type(tag["x"]) is int else None
+            if entry is None:
+                raise ProtocolError("a reference to an array gradlab does not have")
+            return entry[0]()
+        if "r" in tag:
+            if type(tag["r"]) is not int or type(tag.get("c", [])) is not list:
+                raise ProtocolError("a bad object reference")
+            methods = [c for c in tag.get("c", []) if isinstance(c, str)]
+            cls = _remote_class(_name(tag.get("type")), CallableRemoteObject if "__call__" in methods
+                                else RemoteObject)
+            return cls(self, self.generation, tag["r"], methods)
+        if "o" in tag:
+            if tag.get("o") == "ndarray":      # an array of a dtype that does not travel (object, str)
+                shape = tag.get("shape")
+                if type(shape) is not list or len(shape) > 32 or not all(type(n) is int and n >= 0
+                                                                         for n in shape):
+                    raise ProtocolError("a bad array shape")
+                return np.broadcast_to(np.empty((), dtype=object), shape)
+            return _remote_class(_name(tag.get("o")), Opaque)()
+        raise ProtocolError("an unexpected tag")
 
-        def array_hook(handle, array):
-            if handle is None:
-                return array
-            entry = self.arrays.get(handle)
-            if entry is not None and entry[0]() is not None:
-                return entry[0]()         # a mirror gradlab already has: keep using it
-            self._share(array, handle)
+    def _array_hook(self, handle, array):
+        if handle is None:
             return array
-
-        dec = Decoder(reply, payload if payload is not None else self._payload, object_hook, array_hook)
-        return dec.decode(node)
+        entry = self.arrays.get(handle)
+        if entry is not None and entry[0]() is not None:
+            return entry[0]()         # a mirror gradlab already has: keep using it
+        self._share(array, handle)
+        return array
 
     def _apply_updates(self, reply):
         updates = reply.get("updates", [])
@@ -569,7 +592,9 @@ class Session:
             raise ProtocolError("bad updates")
         if not updates:
             return
-        dec = Decoder(reply, self._payload, None)
+        if self._decoding[0] is not reply:
+            self._decoding = (reply, Decoder(reply, self._payload, self._object_hook, self._array_hook))
+        dec = self._decoding[1]
         for item in updates:
             if type(item) is not list or len(item) != 2 or type(item[0]) is not int:
                 raise ProtocolError("a bad update")
@@ -597,15 +622,19 @@ class Session:
             t = left if t is None else min(t, left)
         return t
 
-    def _exchange(self, header, buffers, what, error=StudentError):
+    def _exchange(self, header, buffers, what, error=StudentError, spare=0.0):
         """Send one request and wait for its reply, within the limits. Any way the
-        worker can fail becomes `error` (StudentError) saying what happened."""
+        worker can fail becomes `error` (StudentError) saying what happened.
+        spare: seconds added to the time limit of a request that makes several calls
+        (see repeat); the last call it starts still has the whole limit."""
         seconds = self._seconds()
         wall_bound = self.wall_deadline is not None and (not self.limits.timeout or seconds < self.limits.timeout)
-        header["t"] = seconds
         deadline = None if seconds is None else time.monotonic() + seconds
+        if spare and not wall_bound and deadline is not None:
+            deadline += spare
+            if self.wall_deadline is not None:
+                deadline = min(deadline, self.wall_deadline)
         try:
-            header["b"] = lengths_of(buffers)
             self.chan.send(header, buffers, deadline)
             reply, self._payload = self.chan.recv(deadline)
         except ChannelTimeout:
@@ -708,15 +737,23 @@ class Session:
         except (OSError, ValueError):
             pass
 
-    def request(self, header, buffers, what):
+    def request(self, header, buffers, what, spare=0.0):
         self._ensure(what)
         if self.proc is None:
             raise StudentError(f"cannot judge: {self.dead}")
         enc = self._encoder()
         enc.buffers = list(buffers)
-        header["release"] = self._collect()
-        header["sync"] = self._sync_out(enc)
-        reply = self._exchange(header, enc.buffers, what)
+        if self.released:
+            header["release"] = self._collect()
+        sync = self._sync_out(enc)
+        if sync:
+            header["sync"] = sync
+        if "err" in header:      # NumPy's error handling: the worker keeps the last one sent
+            if self._err_sent == (self.generation, header["err"]):
+                del header["err"]
+            else:
+                self._err_sent = (self.generation, header["err"])
+        reply = self._exchange(header, enc.buffers, what, spare=spare)
         self.requests += 1
         if "raised" in reply:
             info = reply["raised"]
@@ -731,22 +768,26 @@ class Session:
 
     def call(self, what, handle, method, args, kwargs):
         self._rngs = []
-        enc = self._encoder()
+        enc = Encoder(self._array_tag, self._object_tag)
         args_node = [enc.encode(a) for a in args]
         kwargs_node = enc.encode(dict(kwargs))
-        header = {"op": "call", "target": handle, "method": method, "args": args_node, "kwargs": kwargs_node,
-                  "err": np.geterr()}
+        header = {"op": "call", "target": handle, "method": method, "args": args_node, "err": np.geterr()}
+        if kwargs_node != _NO_KWARGS:
+            header["kwargs"] = kwargs_node
         if self.trace_memory is not None:
             header["trace"] = True
         reply = self.request(header, enc.buffers, what)
         self._warn(reply)
         if self.trace_memory is not None and type(reply.get("peak")) is int:
             self.trace_memory["peak"] = max(self.trace_memory["peak"], reply["peak"])
-        value = self._decode(reply, reply.get("value"))
-        if isinstance(value, RemoteObject) and type(reply.get("slots")) is list:
-            object.__setattr__(value, "_slots", (self.requests, self._slot_list(reply, reply["slots"])))
-        self._rebind(reply, args, kwargs)
-        self._advance(reply)
+        try:
+            value = self._decode(reply, reply.get("value"))
+            if isinstance(value, RemoteObject) and type(reply.get("slots")) is list:
+                object.__setattr__(value, "_slots", (self.requests, self._slot_list(reply, reply["slots"])))
+            self._rebind(reply, args, kwargs)
+            self._advance(reply)
+        except ProtocolError as e:
+            raise self._malformed(what, e) from None
         return value
 
     def calls(self, what, steps, ahead=None, module=None, slots=()):
@@ -838,9 +879,41 @@ class Session:
             raise ValueError("an array that is not shared with the worker")
         return h
 
+    def _malformed(self, what, e):
+        """A reply whose parts do not decode (the student's code wrote into gradlab's pipe?): the
+        worker is ended, since what it sends next may answer an earlier request."""
+        self._kill()
+        self.dead = f"{what}: the worker sent a malformed reply ({e}); does your code write to gradlab's pipe?"
+        return StudentError(self.dead)
+
+    def repeat(self, what, handle, method, n):
+        """Up to n values of handle() (or handle.method()), no arguments, called in a row in one
+        request (worker.State.repeat): (values, error). The worker stops after a value that is
+        not a finite number, so that gradlab sees it (and may read the object) before the next
+        call, as with one call at a time; error: the RemoteException of the call after the
+        values, which raised (a fatal one has ended the worker, as a single call's does)."""
+        self._rngs = []
+        budget = min(REPEAT_SECONDS, self.limits.timeout / 4) if self.limits.timeout else REPEAT_SECONDS
+        header = {"op": "repeat", "target": handle, "method": method, "n": int(n), "budget": budget,
+                  "err": np.geterr()}
+        reply = self.request(header, [], what, spare=budget)
+        self._warn(reply)
+        try:
+            values = self._decode(reply, reply.get("value"))
+        except ProtocolError as e:
+            raise self._malformed(what, e) from None
+        stopped = reply.get("stopped")
+        if type(values) is not list or len(values) > n or (stopped is not None and type(stopped) is not dict):
+            raise StudentError(f"{what}: the worker sent a malformed reply")
+        if stopped is None:
+            return values, None
+        return values, self._failed(what, stopped)
+
     def _warn(self, reply):
         """NumPy's warnings from the call (overflow encountered in exp, ...), raised here as there."""
-        seen = reply.get("warnings") or []
+        seen = reply.get("warnings")
+        if not seen:
+            return
         for item in seen[:20] if type(seen) is list else ():
             if type(item) is list and len(item) == 2 and all(isinstance(t, str) for t in item):
                 category = RuntimeWarning if item[0] == "RuntimeWarning" else UserWarning
@@ -849,6 +922,8 @@ class Session:
     def _advance(self, reply):
         """The random generators passed to the call, moved on as far as the student's code drew from them."""
         states = reply.get("rngs") or []
+        if not states and not self._rngs:
+            return
         if type(states) is not list or len(states) != len(self._rngs):
             raise ProtocolError("bad generator states")
         for rng, state in zip(self._rngs, states):
@@ -863,6 +938,8 @@ class Session:
     def _rebind(self, reply, args, kwargs):
         """Apply what the call did to the dicts and lists it was given."""
         changes = reply.get("rebound") or []
+        if not changes:
+            return
         if type(changes) is not list:
             raise ProtocolError("bad rebound list")
         for item in sorted(changes, key=lambda c: len(c[0]) if type(c) is list and type(c[0]) is list else 0):
@@ -890,7 +967,10 @@ class Session:
             raise AttributeError(name)
         if reply.get("callable"):
             return RemoteMethod(obj, name)
-        return self._decode(reply, reply.get("value"))
+        try:
+            return self._decode(reply, reply.get("value"))
+        except ProtocolError as e:
+            raise self._malformed(f"reading {name}", e) from None
 
     def slots(self, module, handle, generation, forward_only=False):
         cached = module.__dict__.pop("_slots", None)
@@ -898,7 +978,10 @@ class Session:
             return cached[1]
         reply = self.request({"op": "slots", "target": handle, "forward_only": bool(forward_only)}, [],
                              "finding parameters")
-        return self._slot_list(reply, reply.get("value"))
+        try:
+            return self._slot_list(reply, reply.get("value"))
+        except ProtocolError as e:
+            raise self._malformed("finding parameters", e) from None
 
     def _slot_list(self, reply, found):
         if type(found) is not list:
@@ -951,11 +1034,21 @@ class Session:
             if type(i) is int and 0 <= i < len(slots):
                 raise RemoteException(f"reading the gradient of {slots[i].name!r}", e.info, self.limits) from None
             raise
-        values = self._decode(reply, reply.get("value"))
+        try:
+            values = self._decode(reply, reply.get("value"))
+        except ProtocolError as e:
+            raise self._malformed(what, e) from None
         if type(values) is not list or not len(slots) <= len(values) <= len(slots) + len(others):
             raise StudentError(f"{what}: the worker sent a malformed reply")
         self._grads_ahead = (self.requests, dict(zip(others, values[len(slots):])))
         return values[:len(slots)]
+
+
+_NO_KWARGS = {"d": []}
+
+
+def _deref(ref):
+    return ref()
 
 
 def _name(text):

@@ -24,14 +24,16 @@ both sides, as when everything ran in one process.
 """
 import errno
 import faulthandler
+import math
 import signal
 import sys
 import traceback
 import tracemalloc
 import warnings
+from time import monotonic as _monotonic
 
 # Bound before any student code runs: a file that patches these later does not reach them.
-from gradlab.execution.protocol import Channel, ChannelClosed, Decoder, Encoder, lengths_of, refresh, snapshot
+from gradlab.execution.protocol import Channel, ChannelClosed, Decoder, Encoder, changed, snapshot
 from gradlab.execution import limits as _limits
 from gradlab.execution.harness import student_frame as _student_frame, student_traceback as _student_traceback
 from gradlab.contract.errors import UsageError as _UsageError
@@ -54,6 +56,7 @@ class State:
         self.dump = dump_file
         self.factories = set()   # handles of registered factories
         self.rngs = []           # generators decoded for the current call (their states go back)
+        self.err = {}            # NumPy's error handling in gradlab where it calls (the last one sent)
 
     # ---- handles -------------------------------------------------------------------
     def new_handle(self):
@@ -86,57 +89,62 @@ class State:
 
     # ---- values ----------------------------------------------------------------------
     def encoder(self, new_arrays_shared=False, by_value=False):
-        def array_tag(array, enc):
-            if by_value:      # its contents now, even for an array gradlab shares (it may hold others later)
-                return None
-            h = self.by_id.get(id(array))
-            if h is not None and self.arrays.get(h, [None])[0] is array:
-                return {"x": h}
-            if new_arrays_shared:
-                h, _ = self.share(array)
-                return None if h is None else enc.array(array, h)
-            return None
+        """by_value: every array as its contents now, even one gradlab shares (it may hold others later)."""
+        tag = _by_value if by_value else self._share_tag if new_arrays_shared else self._array_tag
+        return Encoder(tag, self._object_tag)
 
-        def object_tag(obj, enc):
-            if isinstance(obj, _ndarray):           # a subclass: judged by its numbers, as in one process
-                if isinstance(obj, np.ma.MaskedArray):
-                    return {"ma": enc.encode(np.ma.getdata(obj).view(_ndarray)),
-                            "mask": enc.encode(np.ma.getmaskarray(obj).view(_ndarray))}
-                return enc.encode(obj.view(_ndarray))
-            h = self.keep(obj)
-            return {"r": h, "type": _type_name(obj), "c": _callables(obj)}
+    def _array_tag(self, array, enc):
+        h = self.by_id.get(id(array))
+        if h is not None and self.arrays.get(h, _NO_ENTRY)[0] is array:
+            return {"x": h}
+        return None
 
-        return Encoder(array_tag, object_tag)
+    def _share_tag(self, array, enc):
+        h, new = self.share(array)
+        return enc.array(array, h) if new else {"x": h}
+
+    def _object_tag(self, obj, enc):
+        if isinstance(obj, _ndarray):           # a subclass: judged by its numbers, as in one process
+            if isinstance(obj, np.ma.MaskedArray):
+                return {"ma": enc.encode(np.ma.getdata(obj).view(_ndarray)),
+                        "mask": enc.encode(np.ma.getmaskarray(obj).view(_ndarray))}
+            return enc.encode(obj.view(_ndarray))
+        h = self.keep(obj)
+        return {"r": h, "type": _type_name(obj), "c": _callables(obj)}
 
     def decoder(self, header, payload):
-        def object_hook(node):
-            if "r" in node:
-                return self.objects[node["r"]]
-            if "x" in node:
-                return self.arrays[node["x"]][0]
-            if "cfg" in node:
-                return _config(node["cfg"])
-            if "rng" in node:
-                rng = _generator(node["rng"])
-                self.rngs.append(rng)
-                return rng
-            raise ValueError("unknown object tag")
+        return Decoder(header, payload, self._object_hook, self._array_hook)
 
-        def array_hook(handle, array):
-            if handle is None:
-                return array
-            self.arrays[handle] = [array, snapshot(array)]
-            self.by_id[id(array)] = handle
+    def _object_hook(self, node):
+        if "r" in node:
+            return self.objects[node["r"]]
+        if "x" in node:
+            return self.arrays[node["x"]][0]
+        if "cfg" in node:
+            return _config(node["cfg"])
+        if "rng" in node:
+            rng = _generator(node["rng"])
+            self.rngs.append(rng)
+            return rng
+        raise ValueError("unknown object tag")
+
+    def _array_hook(self, handle, array):
+        if handle is None:
             return array
-
-        return _Decoding(Decoder(header, payload, object_hook, array_hook))
+        self.arrays[handle] = [array, snapshot(array)]
+        self.by_id[id(array)] = handle
+        return array
 
     # ---- requests ------------------------------------------------------------------------
     def handle(self, header, payload):
-        self.release(header.get("release", ()))
+        """One request -> (reply, buffers). Keys that would be empty are left out both ways."""
+        if "release" in header:
+            self.release(header["release"])
+        if "err" in header:      # NumPy's error handling where gradlab calls: sent when it changes
+            self.err = _np_err(header["err"])
         dec = self.decoder(header, payload)
         for h, node in header.get("sync", ()):
-            value = dec.decoder.array_view(node)        # copied below: no copy of its own
+            value = dec.array_view(node)        # copied below: no copy of its own
             entry = self.arrays.get(h)
             if entry is None:
                 continue
@@ -150,6 +158,8 @@ class State:
         try:
             if op == "call":
                 reply = self.call(header, dec, enc)
+            elif op == "repeat":
+                reply = self.repeat(header, enc)
             elif op == "getattr":
                 reply = self.getattr(header, enc)
             elif op == "slots":
@@ -172,16 +182,17 @@ class State:
                 reply = {"internal": f"unknown request {op!r}"}
         except _StudentRaised as e:
             reply = {"raised": e.info}
-        reply["updates"] = self.updates(enc)
+        updates = self.updates(enc)
+        if updates:
+            reply["updates"] = updates
         return reply, enc.buffers
 
     def updates(self, enc):
+        """The shared arrays the request changed (the student's code wrote into them), each whole."""
         out = []
-        for h, entry in list(self.arrays.items()):
-            snap = refresh(entry[0], entry[1])
-            if snap is not None:
-                entry[1] = snap
-                out.append([h, enc.array(entry[0])])
+        for h, array, snap in changed(self.arrays, _same):
+            self.arrays[h][1] = snap
+            out.append([h, enc.array(array)])
         return out
 
     def call(self, header, dec, enc):
@@ -189,11 +200,11 @@ class State:
         target = self.objects[header["target"]]
         method = header.get("method")
         args = dec.decode(header.get("args", []))
-        kwargs = dec.decode(header.get("kwargs", {"d": []}))
+        kwargs = dec.decode(header["kwargs"]) if "kwargs" in header else {}
         containers = _containers(args, kwargs)
         fn = target if method is None else None
-        err = header.get("err") if isinstance(header.get("err"), dict) else {}
         trace = header.get("trace") is True
+        err = _np_err(header["err"]) if "err" in header else self.err     # a step of "calls" has its own
         with self.student(header), _np_warnings(err) as seen:
             if fn is None:
                 fn = getattr(target, method)
@@ -202,8 +213,10 @@ class State:
             else:
                 value, peak = fn(*args, **kwargs), None
             node = enc.encode(value)        # may read the student's object (its callables): still guarded
-        reply = {"value": node, "warnings": [[type(w.message).__name__, str(w.message)[:300]] for w in seen[:20]
-                                              if isinstance(w.message, Warning)]}
+        reply = {"value": node}
+        if seen:
+            reply["warnings"] = [[type(w.message).__name__, str(w.message)[:300]] for w in seen[:20]
+                                 if isinstance(w.message, Warning)]
         if peak is not None:
             reply["peak"] = peak
         if header["target"] in self.factories and isinstance(node, dict) and "r" in node:
@@ -213,8 +226,42 @@ class State:
                 reply["slots"] = self.describe_slots(node["r"], header, enc)
             except _StudentRaised:
                 pass
-        reply["rebound"] = self.rebound(containers, enc)
-        reply["rngs"] = [rng.bit_generator.state for rng in self.rngs]
+        if containers:
+            rebound = self.rebound(containers, enc)
+            if rebound:
+                reply["rebound"] = rebound
+        if self.rngs:
+            reply["rngs"] = [rng.bit_generator.state for rng in self.rngs]
+        return reply
+
+    def repeat(self, header, enc):
+        """Calls a function or a method with no arguments up to header["n"] times in a row, as
+        gradlab would one call at a time with nothing in between (a scheduler's next steps):
+        the values in order. Stops after a value that is not a finite number (gradlab looks at
+        it before it calls again), at a call that raises (its error comes back as "stopped"),
+        and starts no call after header["budget"] seconds (gradlab's deadline for the request
+        leaves every call its whole time limit)."""
+        target = self.objects[header["target"]]
+        method = header.get("method")
+        n, budget = int(header["n"]), float(header["budget"])
+        values, warned = [], []
+        reply = {"value": values}
+        start = _monotonic()
+        for _ in range(n):
+            try:
+                with self.student(header), _np_warnings(self.err) as seen:
+                    value = target() if method is None else getattr(target, method)()
+                    values.append(enc.encode(value))
+            except _StudentRaised as e:
+                reply["stopped"] = e.info
+                break
+            finally:
+                warned += [[type(w.message).__name__, str(w.message)[:300]] for w in seen[:20]
+                           if isinstance(w.message, Warning)]
+            if not _plain_number(value) or _monotonic() - start > budget:
+                break
+        if warned:
+            reply["warnings"] = warned[:20]
         return reply
 
     def calls(self, header, dec, enc):
@@ -231,7 +278,7 @@ class State:
             saved = []
             try:
                 for h, node, *step_size in step.get("writes", ()):
-                    array, value = self.arrays[h][0], dec.decoder.array_view(node)
+                    array, value = self.arrays[h][0], dec.array_view(node)
                     before = array.copy()
                     if step_size:         # the point original + s * d, computed as gradlab computes it
                         if type(step_size[0]) is not float or value.dtype != np.float64:
@@ -346,10 +393,33 @@ class State:
         return {"value": out}
 
     def student(self, header, loading=False):
-        return _Guard(self, header.get("t"), loading)
+        return _Guard(self, loading)
 
 
 _ALLOWED = None
+
+
+def _same(array):
+    return array
+
+
+def _by_value(array, enc):
+    return None
+
+
+_NUMBERS = frozenset((int, float, np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+                      np.uint8, np.uint16, np.uint32, np.uint64))
+
+
+def _plain_number(value):
+    """A finite int or float (Python's or NumPy's own scalar type): a value gradlab takes as it is."""
+    if type(value) not in _NUMBERS:
+        return False
+    try:
+        return math.isfinite(value)
+    except (OverflowError, TypeError, ValueError):
+        return False
+_NO_ENTRY = (None,)
 
 
 class _StudentRaised(Exception):
@@ -363,8 +433,8 @@ class _Guard:
     (A call that runs too long is gradlab's to notice: it asks for a traceback
     with SIGUSR1, which faulthandler answers, and kills the worker.)"""
 
-    def __init__(self, state, seconds, loading=False):
-        self.state, self.seconds, self.loading = state, seconds, loading
+    def __init__(self, state, loading=False):
+        self.state, self.loading = state, loading
 
     def __enter__(self):
         return self
@@ -396,14 +466,6 @@ def _describe(exc, files):
     if isinstance(exc, (MemoryError, KeyboardInterrupt, SystemExit)) or info.get("output"):
         info["fatal"] = True           # a fresh worker for what follows
     return info
-
-
-class _Decoding:
-    def __init__(self, decoder):
-        self.decoder = decoder
-
-    def decode(self, node):
-        return self.decoder.decode(node)
 
 
 def _type_name(obj):
@@ -456,13 +518,20 @@ def _same_entries(container, before):
     return len(container) == len(before) and all(a is b for a, b in zip(container, before))
 
 
+def _np_err(err):
+    """NumPy's error handling as gradlab sent it (np.geterr() there), only its known entries."""
+    if not isinstance(err, dict):
+        return {}
+    return {k: v for k, v in err.items() if k in ("divide", "over", "under", "invalid")
+            and v in ("ignore", "warn", "raise", "call", "print", "log")}
+
+
 class _np_warnings:
     """NumPy's floating-point error handling as gradlab has it where the call is made
     (np.errstate there), and the warnings the call raises, recorded to be shown there."""
 
     def __init__(self, err):
-        self.err = {k: v for k, v in err.items() if k in ("divide", "over", "under", "invalid")
-                    and v in ("ignore", "warn", "raise", "call", "print", "log")}
+        self.err = err
 
     def __enter__(self):
         self.state = np.errstate(**self.err)
@@ -596,7 +665,6 @@ def main():
             reply, buffers = state.handle(header, payload)
         except Exception as e:             # a bug here, or a request naming something released
             reply, buffers = {"internal": "".join(traceback.format_exception(e))[-5000:]}, []
-        reply["b"] = lengths_of(buffers)
         chan.send(reply, buffers)
 
 
