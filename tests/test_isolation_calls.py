@@ -46,6 +46,9 @@ class Probe:
     def kept_sum(self):
         return float(self.x.sum())
 
+    def log_zero(self):
+        return np.log(np.zeros(1))
+
 
 @gradlab.register("linear")
 def build(cfg):
@@ -119,6 +122,25 @@ def test_an_input_the_student_kept_sees_gradlabs_later_edits(probe):
     _same(here, there)
     cfg = config_for("linear", 0)
     assert there[0] == cfg.batch_size * cfg.seq_len * cfg.d_model
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
+def test_numpys_error_handling_where_gradlab_calls_is_the_workers_call_by_call(probe):
+    """np.errstate around a call reaches the worker, and leaving it does too (it is sent only when
+    it changes: both directions, several times)."""
+    def steps(module, slots, x):
+        seen = []
+        for mode in ("raise", "ignore", "raise", "warn", "raise"):
+            with np.errstate(divide=mode):
+                try:
+                    seen.append(("value", float(module.log_zero()[0])))
+                except Exception as e:          # FloatingPointError here, a RemoteException there
+                    seen.append(("raised", "divide by zero" in str(e)))
+        seen.append(("after", float(module.log_zero()[0])))
+        return seen
+    here, there = _both(probe, steps)
+    assert here == there
+    assert here[0] == ("raised", True) and here[1] == ("value", float("-inf"))
 
 
 # ---- a scheduler's calls, in a row ----------------------------------------------------------------
@@ -251,7 +273,8 @@ def _pipe_pair():
 def test_messages_of_every_size_cross_whole_and_two_at_once(size):
     chan = _pipe_pair()
     try:
-        arrays = [np.arange(size // 8, dtype=np.float64), np.ones((3, 2), dtype=np.float32)[:, 0].copy(), b""]
+        arrays = [np.arange(size // 8, dtype=np.float64), np.ones((3, 2), dtype=np.float32)[:, 0].copy(), b"",
+                  np.asarray(np.float32(2.5))]       # a 0-d array: a NumPy scalar's buffer
         if size > 1 << 16:
             os.set_blocking(chan.wfd, False)
             chan._wpoll = __import__("select").poll()
@@ -266,8 +289,8 @@ def test_messages_of_every_size_cross_whole_and_two_at_once(size):
             chan.send({"n": 2}, [])          # a second message behind the first: kept for the next recv
             header, payload = chan.recv()
             assert chan.recv()[0] == {"n": 2, "b": []}
-        assert header["n"] == 1 and header["b"] == [size // 8 * 8, 12, 0]
-        assert bytes(payload) == arrays[0].tobytes() + arrays[1].tobytes()
+        assert header["n"] == 1 and header["b"] == [size // 8 * 8, 12, 0, 4]
+        assert bytes(payload) == arrays[0].tobytes() + arrays[1].tobytes() + arrays[3].tobytes()
     finally:
         chan.close()
 

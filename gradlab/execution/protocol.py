@@ -114,9 +114,18 @@ class Channel:
         total = 4 + len(head) + sum(lengths)
         prefix = _PREFIX.pack(total, len(head)) + head
         if total <= JOIN:
-            parts = [memoryview(b"".join([prefix, *buffers]) if buffers else prefix)]
+            data = b"".join([prefix, *buffers]) if buffers else prefix
+            try:
+                n = os.write(self.wfd, data)
+            except BlockingIOError:
+                n = 0
+            except (BrokenPipeError, ConnectionResetError):
+                raise ChannelClosed() from None
+            if n == len(data):
+                return
+            parts = [memoryview(data)[n:]]
         else:
-            parts = [memoryview(prefix), *(memoryview(b).cast("B") for b in buffers if len(memoryview(b)))]
+            parts = [memoryview(prefix)] + [v for v in (memoryview(b).cast("B") for b in buffers) if v.nbytes]
         while parts:
             try:
                 n = os.writev(self.wfd, parts[:64]) if len(parts) > 1 else os.write(self.wfd, parts[0])

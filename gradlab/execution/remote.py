@@ -771,7 +771,7 @@ class Session:
         enc = Encoder(self._array_tag, self._object_tag)
         args_node = [enc.encode(a) for a in args]
         kwargs_node = enc.encode(dict(kwargs))
-        header = {"op": "call", "target": handle, "method": method, "args": args_node, "err": np.geterr()}
+        header = {"op": "call", "target": handle, "method": method, "args": args_node, "err": _np_err()}
         if kwargs_node != _NO_KWARGS:
             header["kwargs"] = kwargs_node
         if self.trace_memory is not None:
@@ -895,7 +895,7 @@ class Session:
         self._rngs = []
         budget = min(REPEAT_SECONDS, self.limits.timeout / 4) if self.limits.timeout else REPEAT_SECONDS
         header = {"op": "repeat", "target": handle, "method": method, "n": int(n), "budget": budget,
-                  "err": np.geterr()}
+                  "err": _np_err()}
         reply = self.request(header, [], what, spare=budget)
         self._warn(reply)
         try:
@@ -1049,6 +1049,26 @@ _NO_KWARGS = {"d": []}
 
 def _deref(ref):
     return ref()
+
+
+try:      # NumPy 2 keeps its error handling (np.errstate, np.seterr) in a context variable
+    from numpy._core.umath import _extobj_contextvar as _NP_ERR_STATE
+except ImportError:
+    _NP_ERR_STATE = None
+_np_err_seen = (None, None)     # (that variable's value, np.geterr() then): one tuple, swapped whole
+
+
+def _np_err():
+    """np.geterr() where gradlab calls into the worker (sent with every call). It costs ~4 us, so
+    it is read again only when NumPy's error state changed (a new object in that variable)."""
+    global _np_err_seen
+    if _NP_ERR_STATE is None:
+        return np.geterr()
+    state = _NP_ERR_STATE.get()
+    seen = _np_err_seen
+    if seen[0] is not state:
+        seen = _np_err_seen = (state, np.geterr())
+    return seen[1]
 
 
 def _name(text):

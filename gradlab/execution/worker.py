@@ -248,6 +248,7 @@ class State:
         reply = {"value": values}
         start = _monotonic()
         for _ in range(n):
+            seen = []
             try:
                 with self.student(header), _np_warnings(self.err) as seen:
                     value = target() if method is None else getattr(target, method)()
