@@ -10,11 +10,14 @@ Rows:
   as multiples of one in-process forward+backward of that attention, with the
   number of requests one check makes into the worker;
 - one forward call of the small default linear, in-process and through a worker
-  (the fixed cost of a call: two messages through a pipe and two context switches);
+  (the fixed cost of a call: gradlab's code encoding, syncing and decoding on both
+  sides, two messages through a pipe and two process wake-ups), and the CPU that
+  call takes in gradlab's process and in the worker (which the load hardly moves);
 - a bare round trip through a pipe between two processes: the floor under any call
   into a worker on this machine at this load;
 - starting a worker (Python, NumPy, gradlab, importing the submission);
-- `gradlab check all` on the references, end to end, in-process and with --isolate.
+- `gradlab check all` on the references, end to end, in-process and with --isolate,
+  and how many requests (round trips) the worker answers in it.
 
 Medians of --repeats runs. BLAS threads are whatever the environment says for
 the in-process side and 1 in the worker (OPENBLAS_NUM_THREADS etc.); the load
@@ -101,6 +104,48 @@ def call_seconds(impl, repeats):
     return median_time(once, repeats) / 50
 
 
+def call_cpu_seconds(impl, calls=5000):
+    """CPU per forward call of the small linear through a worker: (gradlab's process, the worker),
+    the worker's read from /proc (Linux; None elsewhere). Unlike the wall time of a call it hardly
+    moves with the machine's load: it is gradlab's own code on each side of a call."""
+    cfg = config_for("linear", 0)
+    module = impl.get("linear").target(cfg)
+    x = np.random.default_rng(0).standard_normal((2, 5, 12))
+    module.forward(x)
+    stat = f"/proc/{impl.session.proc.pid}/stat"
+
+    def worker_cpu():
+        try:
+            with open(stat) as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    there, here = worker_cpu(), time.process_time()
+    for _ in range(calls):
+        module.forward(x)
+    here = (time.process_time() - here) / calls
+    after = worker_cpu()
+    return here, None if there is None or after is None else (after - there) / calls
+
+
+def check_all_requests():
+    """How many requests `gradlab check all` sends to its worker (each a round trip)."""
+    from gradlab.execution import remote
+    count, request = [0], remote.Session.request
+
+    def counted(self, *args, **kwargs):
+        count[0] += 1
+        return request(self, *args, **kwargs)
+    remote.Session.request = counted
+    try:
+        gradlab.check("all", seed=0, isolate=True)
+    finally:
+        remote.Session.request = request
+    return count[0]
+
+
 def pipe_round_trip_seconds(repeats):
     """One byte there and back between two processes: the floor of any call into a worker."""
     import subprocess
@@ -139,22 +184,27 @@ def main():
     try:
         (here, there), ratio, requests = gradient_seconds([loader.reference(), worker], r)
         call_there = call_seconds(worker, r)
+        cpu_parent, cpu_worker = call_cpu_seconds(worker)
     finally:
         worker.close()
     call_here = call_seconds(loader.reference(), r)
     floor = pipe_round_trip_seconds(r)
     all_here = median_time(lambda: gradlab.check("all", seed=0, isolate=False), max(1, r // 2))
     all_there = median_time(lambda: gradlab.check("all", seed=0, isolate=True), max(1, r // 2))
+    requests = check_all_requests()
 
     rows.append(("gradient check, attention B=2 T=16 D=64 H=4", f"{here * 1e3:.1f} ms ({here / fb:.1f}x fwd+bwd)",
                  f"{there * 1e3:.1f} ms ({there / fb:.1f}x fwd+bwd; {requests} requests)", f"{ratio:.2f}x"))
     rows.append(("one forward call, linear (default cfg)", f"{call_here * 1e6:.0f} us", f"{call_there * 1e6:.0f} us",
                  f"{call_there / call_here:.0f}x"))
+    rows.append(("the same call's CPU: gradlab's process + the worker's (gradlab's own code on both sides)", "-",
+                 f"{cpu_parent * 1e6:.0f} + " + ("?" if cpu_worker is None else f"{cpu_worker * 1e6:.0f}") + " us",
+                 "-"))
     rows.append(("a bare pipe round trip between two processes (the floor of any call)", "-",
                  f"{floor * 1e6:.0f} us", "-"))
     rows.append(("starting a worker (Python + NumPy + gradlab + the submission)", "-", f"{started:.2f} s", "-"))
-    rows.append(("`gradlab check all` on the references, end to end", f"{all_here:.2f} s", f"{all_there:.2f} s",
-                 f"{all_there / all_here:.2f}x"))
+    rows.append(("`gradlab check all` on the references, end to end", f"{all_here:.2f} s",
+                 f"{all_there:.2f} s ({requests:,} requests)", f"{all_there / all_here:.2f}x"))
 
     header = ("| measurement | in gradlab's process | through a worker | ratio |\n|---|---:|---:|---:|")
     table = header + "\n" + "\n".join(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows)
