@@ -235,17 +235,21 @@ class Slow:
         if self.n == {hang}:
             while True:
                 pass
+        if self.n == {late}:
+            time.sleep(1.1)
         return 0.01
 '''
 
 
-@pytest.mark.parametrize("pause, hang, words", [
-    (0.0, 40, "ran past 1 s"),               # one endless call among many: its own time limit stops it
-    (0.012, 0, None),                        # 100 calls of 12 ms: each within its limit, the row is not one call
+@pytest.mark.parametrize("pause, hang, late, words", [
+    (0.0, 40, 0, "ran past 1 s"),            # one endless call among many: its own time limit stops it
+    (0.0, 0, 1, "ran past 1 s"),             # the first call of a row, 1.1 s: past the limit, as alone
+    (0.0, 0, 60, "ran past 1 s"),            # and one in the middle
+    (0.012, 0, 0, None),                     # 100 calls of 12 ms: each within its limit, the row is not one call
 ])
-def test_every_call_in_a_row_keeps_its_own_time_limit(pause, hang, words, tmp_path):
+def test_every_call_in_a_row_keeps_its_own_time_limit(pause, hang, late, words, tmp_path):
     path = tmp_path / "slow.py"
-    path.write_text(SLOW.format(pause=pause, hang=hang) + "\n\n@gradlab.register('warmup')\ndef build(cfg):\n"
+    path.write_text(SLOW.format(pause=pause, hang=hang, late=late) + "\n\n@gradlab.register('warmup')\ndef build(cfg):\n"
                     "    return Slow()\n")
     impl = loader.open_implementation(str(path), isolate=True, limits=Limits(timeout=1, wall=60))
     try:

@@ -645,9 +645,8 @@ class Session:
                 self.final = (f"the submission ran past its wall-time limit of {self.limits.wall:g} s "
                               f"(in {what}{at}; raise it with --wall-time)")
                 raise error(self.final) from None
-            self.dead = f"{what} ran past {seconds:g} s{at}"
-            raise error(f"{what} ran past {seconds:g} s{at}; an endless loop? Raise the limit with --timeout "
-                        "if it is just slow") from None
+            self.dead, message = _overtime(what, seconds, at)
+            raise error(message) from None
         except ChannelClosed:
             code = self._kill()
             where = self._last_seen()
@@ -895,7 +894,7 @@ class Session:
         self._rngs = []
         budget = min(REPEAT_SECONDS, self.limits.timeout / 4) if self.limits.timeout else REPEAT_SECONDS
         header = {"op": "repeat", "target": handle, "method": method, "n": int(n), "budget": budget,
-                  "err": _np_err()}
+                  "limit": self.limits.timeout or None, "err": _np_err()}
         reply = self.request(header, [], what, spare=budget)
         self._warn(reply)
         try:
@@ -905,6 +904,10 @@ class Session:
         stopped = reply.get("stopped")
         if type(values) is not list or len(values) > n or (stopped is not None and type(stopped) is not dict):
             raise StudentError(f"{what}: the worker sent a malformed reply")
+        if reply.get("overtime") is True:     # a call that one request would have stopped at the limit
+            self._kill()
+            self.dead, message = _overtime(what, self.limits.timeout, "")
+            return values, StudentError(message)
         if stopped is None:
             return values, None
         return values, self._failed(what, stopped)
@@ -1045,6 +1048,12 @@ class Session:
 
 
 _NO_KWARGS = {"d": []}
+
+
+def _overtime(what, seconds, at):
+    """(why the worker is gone, the error's words) for a call that ran past its time limit."""
+    dead = f"{what} ran past {seconds:g} s{at}"
+    return dead, dead + "; an endless loop? Raise the limit with --timeout if it is just slow"
 
 
 def _deref(ref):

@@ -24,12 +24,12 @@ both sides, as when everything ran in one process.
 """
 import errno
 import faulthandler
-import math
 import signal
 import sys
 import traceback
 import tracemalloc
 import warnings
+from math import isfinite as _isfinite
 from time import monotonic as _monotonic
 
 # Bound before any student code runs: a file that patches these later does not reach them.
@@ -239,26 +239,32 @@ class State:
         gradlab would one call at a time with nothing in between (a scheduler's next steps):
         the values in order. Stops after a value that is not a finite number (gradlab looks at
         it before it calls again), at a call that raises (its error comes back as "stopped"),
-        and starts no call after header["budget"] seconds (gradlab's deadline for the request
-        leaves every call its whole time limit)."""
+        at a call that ran past header["limit"] seconds ("overtime": one call at a time, gradlab
+        would have stopped it there), and starts no call after header["budget"] seconds
+        (gradlab's deadline for the request leaves every call its whole time limit)."""
         target = self.objects[header["target"]]
         method = header.get("method")
-        n, budget = int(header["n"]), float(header["budget"])
+        n, budget, limit = int(header["n"]), float(header["budget"]), header.get("limit")
         values, warned = [], []
         reply = {"value": values}
         start = _monotonic()
         for _ in range(n):
-            seen = []
+            seen, raised, began = [], None, _monotonic()
             try:
                 with self.student(header), _np_warnings(self.err) as seen:
                     value = target() if method is None else getattr(target, method)()
-                    values.append(enc.encode(value))
+                    node = enc.encode(value)
             except _StudentRaised as e:
-                reply["stopped"] = e.info
+                raised = e.info
+            if limit and _monotonic() - began > limit:
+                reply["overtime"] = True
                 break
-            finally:
-                warned += [[type(w.message).__name__, str(w.message)[:300]] for w in seen[:20]
-                           if isinstance(w.message, Warning)]
+            warned += [[type(w.message).__name__, str(w.message)[:300]] for w in seen[:20]
+                       if isinstance(w.message, Warning)]
+            if raised is not None:
+                reply["stopped"] = raised
+                break
+            values.append(node)
             if not _plain_number(value) or _monotonic() - start > budget:
                 break
         if warned:
@@ -417,7 +423,7 @@ def _plain_number(value):
     if type(value) not in _NUMBERS:
         return False
     try:
-        return math.isfinite(value)
+        return _isfinite(value)
     except (OverflowError, TypeError, ValueError):
         return False
 _NO_ENTRY = (None,)
