@@ -191,7 +191,7 @@ def main():
     floor = pipe_round_trip_seconds(r)
     all_here = median_time(lambda: gradlab.check("all", seed=0, isolate=False), max(1, r // 2))
     all_there = median_time(lambda: gradlab.check("all", seed=0, isolate=True), max(1, r // 2))
-    requests = check_all_requests()
+    all_requests = check_all_requests()
 
     rows.append(("gradient check, attention B=2 T=16 D=64 H=4", f"{here * 1e3:.1f} ms ({here / fb:.1f}x fwd+bwd)",
                  f"{there * 1e3:.1f} ms ({there / fb:.1f}x fwd+bwd; {requests} requests)", f"{ratio:.2f}x"))
@@ -204,7 +204,7 @@ def main():
                  f"{floor * 1e6:.0f} us", "-"))
     rows.append(("starting a worker (Python + NumPy + gradlab + the submission)", "-", f"{started:.2f} s", "-"))
     rows.append(("`gradlab check all` on the references, end to end", f"{all_here:.2f} s",
-                 f"{all_there:.2f} s ({requests:,} requests)", f"{all_there / all_here:.2f}x"))
+                 f"{all_there:.2f} s ({all_requests:,} requests)", f"{all_there / all_here:.2f}x"))
 
     header = ("| measurement | in gradlab's process | through a worker | ratio |\n|---|---:|---:|---:|")
     table = header + "\n" + "\n".join(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows)

@@ -805,7 +805,7 @@ class Session:
         for handle, method, args, kwargs, writes in steps:
             self._rngs = []
             node = {"target": handle, "method": method, "args": [plain.encode(a) for a in args],
-                    "kwargs": plain.encode(dict(kwargs)), "err": np.geterr(), "writes": []}
+                    "kwargs": plain.encode(dict(kwargs)), "err": _np_err(), "writes": []}
             for mirror, *contents in writes:
                 if len(contents) == 1:
                     node["writes"].append([self.handle_of(mirror), enc.array(contents[0])])
