@@ -279,4 +279,4 @@ def test_the_worker_batch_stops_at_the_first_call_that_raises_and_restores_what_
     assert reply["failed"]["index"] == 1 and reply["failed"]["type"] == "ValueError"
     assert len(reply["value"]) == 1                        # the call before it; none after it ran
     assert [list(w) for w in module.seen] == [[9.0] * 3, [5.0] * 3]
-    assert module.w.tolist() == [0.0, 1.0, 2.0] and reply["updates"] == []     # restored, bit for bit
+    assert module.w.tolist() == [0.0, 1.0, 2.0] and not reply.get("updates")     # restored, bit for bit
