@@ -1141,11 +1141,8 @@ class RemoteImplementation:
             self.registrations[kind] = Registration(kind, target, param_map, str(reg.get("where", "?"))[:200])
 
     def get(self, kind):
-        from gradlab.execution.loader import missing_kind
-        try:
-            return self.registrations[kind]
-        except KeyError:
-            raise missing_kind(self, kind) from None
+        from gradlab.execution.loader import Implementation     # (loader imports this module)
+        return Implementation.get(self, kind)                   # the same lookup and message
 
     def close(self):
         self.session.close()
