@@ -758,11 +758,7 @@ class Session:
             info = reply["raised"]
             if not isinstance(info, dict):
                 raise StudentError(f"{what}: the worker sent a malformed reply")
-            info = {k: (v[:20000] if isinstance(v, str) else v) for k, v in info.items()}
-            if info.get("fatal"):
-                self._kill()
-                self.dead = f"{what} raised {info.get('type')}"
-            raise RemoteException(what, info, self.limits)
+            raise self._failed(what, info)
         return reply
 
     def call(self, what, handle, method, args, kwargs):
@@ -850,7 +846,7 @@ class Session:
 
     def _failed(self, what, info):
         """The RemoteException of a call that raised in the worker (the worker ended first when
-        that is fatal: KeyboardInterrupt, SystemExit, MemoryError), as request() raises it."""
+        that is fatal: KeyboardInterrupt, SystemExit, MemoryError); request() raises it for a single call."""
         info = {k: (v[:20000] if isinstance(v, str) else v) for k, v in info.items()}
         if info.get("fatal"):
             self._kill()
