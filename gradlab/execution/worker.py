@@ -33,7 +33,8 @@ from math import isfinite as _isfinite
 from time import monotonic as _monotonic
 
 # Bound before any student code runs: a file that patches these later does not reach them.
-from gradlab.execution.protocol import Channel, ChannelClosed, Decoder, Encoder, changed, snapshot
+from gradlab.execution.protocol import Channel, ChannelClosed, Decoder, Encoder, changed, snapshot, \
+    type_name as _type_name
 from gradlab.execution import limits as _limits
 from gradlab.execution.harness import student_frame as _student_frame, student_traceback as _student_traceback
 from gradlab.contract.errors import UsageError as _UsageError
@@ -473,14 +474,6 @@ def _describe(exc, files):
     if isinstance(exc, (MemoryError, KeyboardInterrupt, SystemExit)) or info.get("output"):
         info["fatal"] = True           # a fresh worker for what follows
     return info
-
-
-def _type_name(obj):
-    try:
-        name = type(obj).__name__
-    except Exception:
-        return "object"
-    return name if isinstance(name, str) and name.isidentifier() else "object"
 
 
 def _callables(obj):
