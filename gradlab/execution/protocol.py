@@ -374,14 +374,6 @@ class Decoder:
         return view.copy() if copy else view
 
 
-def lengths_of(buffers):
-    return [_nbytes(b) for b in buffers]
-
-
-def _nbytes(b):
-    return b.nbytes if type(b) is np.ndarray else memoryview(b).nbytes
-
-
 def same_bytes(a, b):
     """True when two arrays of the same shape and dtype hold the same bits
     (NaN equals NaN; -0.0 differs from 0.0): has a call changed an array?
