@@ -547,12 +547,15 @@ class Session:
             changes.append([h, enc.array(array)])
         return changes
 
-    def _decode(self, reply, node, payload=None):
-        if payload is not None:
-            return Decoder(reply, payload, self._object_hook, self._array_hook).decode(node)
-        if self._decoding[0] is not reply:      # one Decoder per reply, however many parts are read
+    def _decode(self, reply, node):
+        return self._decoder(reply).decode(node)
+
+    def _decoder(self, reply):
+        """The Decoder of `reply` (whose buffers are in the last payload received): one per reply,
+        however many parts are read."""
+        if self._decoding[0] is not reply:
             self._decoding = (reply, Decoder(reply, self._payload, self._object_hook, self._array_hook))
-        return self._decoding[1].decode(node)
+        return self._decoding[1]
 
     def _object_hook(self, tag):
         if "x" in tag:
@@ -592,9 +595,7 @@ class Session:
             raise ProtocolError("bad updates")
         if not updates:
             return
-        if self._decoding[0] is not reply:
-            self._decoding = (reply, Decoder(reply, self._payload, self._object_hook, self._array_hook))
-        dec = self._decoding[1]
+        dec = self._decoder(reply)
         for item in updates:
             if type(item) is not list or len(item) != 2 or type(item[0]) is not int:
                 raise ProtocolError("a bad update")
