@@ -654,9 +654,7 @@ class Session:
             self.dead = f"{what} {limits_mod.describe_end(code, self.limits.output_mb)}"
             raise error(self.dead + (f", last seen at {where}" if where else "")) from None
         except ProtocolError as e:
-            self._kill()
-            self.dead = f"{what}: the worker sent a malformed reply ({e}); does your code write to gradlab's pipe?"
-            raise error(self.dead) from None
+            raise self._malformed(what, e, error) from None
         except BaseException:
             self._kill()        # Ctrl-C, or anything else half-way through a message
             self.dead = f"{what} was interrupted"
@@ -875,12 +873,12 @@ class Session:
             raise ValueError("an array that is not shared with the worker")
         return h
 
-    def _malformed(self, what, e):
+    def _malformed(self, what, e, error=StudentError):
         """A reply whose parts do not decode (the student's code wrote into gradlab's pipe?): the
         worker is ended, since what it sends next may answer an earlier request."""
         self._kill()
         self.dead = f"{what}: the worker sent a malformed reply ({e}); does your code write to gradlab's pipe?"
-        return StudentError(self.dead)
+        return error(self.dead)
 
     def repeat(self, what, handle, method, n):
         """Up to n values of handle() (or handle.method()), no arguments, called in a row in one
