@@ -446,14 +446,8 @@ class Session:
                              "gradlab.execution.worker, which must be able to import gradlab and NumPy") from None
 
     def close(self):
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            limits_mod.sweep({proc.pid}, self.tokens.pop(proc.pid, None))
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-            self.chan.close()
+        if self.proc is not None:
+            self._kill()
             self.output.close()
             shutil.rmtree(self.tmp, ignore_errors=True)
         _live.discard(self)
