@@ -91,7 +91,7 @@ class State:
     # ---- values ----------------------------------------------------------------------
     def encoder(self, new_arrays_shared=False, by_value=False):
         """by_value: every array as its contents now, even one gradlab shares (it may hold others later)."""
-        tag = _by_value if by_value else self._share_tag if new_arrays_shared else self._array_tag
+        tag = None if by_value else self._share_tag if new_arrays_shared else self._array_tag
         return Encoder(tag, self._object_tag)
 
     def _array_tag(self, array, enc):
@@ -409,10 +409,6 @@ _ALLOWED = None
 
 def _same(array):
     return array
-
-
-def _by_value(array, enc):
-    return None
 
 
 _NUMBERS = frozenset((int, float, np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
