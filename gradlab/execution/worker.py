@@ -171,8 +171,7 @@ class State:
                 reply = self.explain(header)
             elif op == "kept_attention":
                 try:        # only ever an allowance: if the student's code broke it (patched builtins), none
-                    with self.student(header):
-                        reply = {"value": enc.encode(list(_kept_attention(self.objects[header["target"]])))}
+                    reply = {"value": self.kept(header["target"], header, enc)}
                 except _StudentRaised:
                     reply = {"value": []}
             elif op == "calls":
@@ -321,11 +320,15 @@ class State:
             if "grads" in ahead:
                 out["grads"] = self.grads({"slots": ahead["grads"], "asked": 0}, enc)["value"]
             if "kept" in ahead:
-                with self.student(header):
-                    out["kept"] = enc.encode(list(_kept_attention(self.objects[ahead["kept"]])))
+                out["kept"] = self.kept(ahead["kept"], header, enc)
         except _StudentRaised:
             pass
         return out
+
+    def kept(self, h, header, enc):
+        """The attention weights object h keeps (numerics.tolerance.kept_attention, run on the real object)."""
+        with self.student(header):
+            return enc.encode(list(_kept_attention(self.objects[h])))
 
     def rebound(self, containers, enc):
         """Containers (dicts, lists) the call changed: an entry replaced (rebinding
