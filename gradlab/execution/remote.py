@@ -701,17 +701,13 @@ class Session:
             if now > before and now == size:
                 break            # written, and no longer growing
             size = now
-        try:
-            with open(path, errors="replace") as fh:
-                fh.seek(before)
-                text = fh.read(200000)
-        except OSError:
-            return None
-        return limits_mod.last_seen(text, self.files, _GRADLAB_DIR)
+        return self._last_seen(before)
 
-    def _last_seen(self):
+    def _last_seen(self, start=0):
+        """The student's line where the worker's traceback dump (from byte `start` on) shows it, if any."""
         try:
             with open(os.path.join(self.tmp, "last_seen.txt"), errors="replace") as fh:
+                fh.seek(start)
                 text = fh.read(200000)
         except OSError:
             return None
