@@ -335,7 +335,6 @@ class Session:
         self._err_sent = None        # (generation, np.geterr()) last sent to that worker
         self._decoding = (None, None)  # (reply, its Decoder)
         self.files = ()
-        self.calls_per_request = 1    # calls in the request being made (a batch: each has the time limit)
 
     # ---- lifecycle ----------------------------------------------------------------------
     def start(self):
@@ -610,19 +609,21 @@ class Session:
             entry[1] = snapshot(array, entry[1])
 
     # ---- requests ---------------------------------------------------------------------------
-    def _seconds(self):
-        t = self.limits.timeout * self.calls_per_request if self.limits.timeout else None
+    def _seconds(self, calls=1):
+        """The time a request making `calls` calls may take (each call has the time limit), within the wall time."""
+        t = self.limits.timeout * calls if self.limits.timeout else None
         if self.wall_deadline is not None:
             left = max(0.01, self.wall_deadline - time.monotonic())
             t = left if t is None else min(t, left)
         return t
 
-    def _exchange(self, header, buffers, what, error=StudentError, spare=0.0):
+    def _exchange(self, header, buffers, what, error=StudentError, spare=0.0, calls=1):
         """Send one request and wait for its reply, within the limits. Any way the
         worker can fail becomes `error` (StudentError) saying what happened.
         spare: seconds added to the time limit of a request that makes several calls
-        (see repeat); the last call it starts still has the whole limit."""
-        seconds = self._seconds()
+        (see repeat); the last call it starts still has the whole limit. calls: how many
+        calls the request makes (a batch, see calls): each has the whole limit."""
+        seconds = self._seconds(calls)
         wall_bound = self.wall_deadline is not None and (not self.limits.timeout or seconds < self.limits.timeout)
         deadline = None if seconds is None else time.monotonic() + seconds
         if spare and not wall_bound and deadline is not None:
@@ -725,7 +726,7 @@ class Session:
         except (OSError, ValueError):
             pass
 
-    def request(self, header, buffers, what, spare=0.0):
+    def request(self, header, buffers, what, spare=0.0, calls=1):
         self._ensure(what)
         if self.proc is None:
             raise StudentError(f"cannot judge: {self.dead}")
@@ -741,7 +742,7 @@ class Session:
                 del header["err"]
             else:
                 self._err_sent = (self.generation, header["err"])
-        reply = self._exchange(header, enc.buffers, what, spare=spare)
+        reply = self._exchange(header, enc.buffers, what, spare=spare, calls=calls)
         self.requests += 1
         if "raised" in reply:
             info = reply["raised"]
@@ -806,11 +807,7 @@ class Session:
         header = {"op": "calls", "calls": nodes}
         if ahead is not None:
             header["ahead"] = ahead
-        self.calls_per_request = max(1, len(steps))
-        try:
-            reply = self.request(header, enc.buffers, what)
-        finally:
-            self.calls_per_request = 1
+        reply = self.request(header, enc.buffers, what, calls=max(1, len(steps)))
         done, failed = reply.get("value"), reply.get("failed")
         if type(done) is not list or len(done) > len(steps) or (failed is None) != (len(done) == len(steps)) \
                 or not (failed is None or isinstance(failed, dict)):
