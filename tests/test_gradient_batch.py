@@ -205,6 +205,14 @@ def test_a_forward_that_hangs_mid_batch_is_stopped_with_where(tmp_path):
     assert status == "error" and "forward ran past" in message and "last seen at hangs.py:" in message
 
 
+def test_each_forward_of_a_batch_has_the_whole_time_limit(tmp_path):
+    # 0.12 s per forward, the limit 0.3 s: a batch of four points takes 0.48 s, within 4 x 0.3 s
+    path = _student(tmp_path, "slowish", FLAKY.format(when=-1, what="pass").replace(
+        "self.calls += 1", "self.calls += 1; __import__('time').sleep(0.12)"))
+    status, message = _gradient_message(path, True, timeout=0.3)
+    assert status == "pass", message
+
+
 def test_a_forward_that_depends_on_its_call_count_is_not_repeatable_either_way(tmp_path):
     path = _student(tmp_path, "counting", FLAKY.format(when=-1, what="pass").replace(
         'return x @ self.params["w"]', 'return x @ self.params["w"] + 1e-3 * self.calls'))
