@@ -362,7 +362,7 @@ class Session:
         impl = self.impl
         header = {"op": "init", "impl": None if impl is None else os.fspath(impl), "sys_path": [os.path.abspath(p) for p in sys.path],
                   "memory_mb": self.limits.memory_mb, "output_mb": self.limits.output_mb,
-                  "dump": os.path.join(self.tmp, "last_seen.txt"), "t": self._seconds()}
+                  "dump": os.path.join(self.tmp, "last_seen.txt")}
         what = f"importing {impl}" if impl is not None else "importing gradlab's reference modules"
         try:
             reply = self._exchange(header, [], what, UsageError)

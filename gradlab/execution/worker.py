@@ -296,7 +296,7 @@ class State:
                         raise ValueError("contents that do not fit their array")
                     saved.append((array, before))
                     array[...] = value
-                done.append(self.call({**step, "t": header.get("t")}, dec, by_value))
+                done.append(self.call(step, dec, by_value))
             except _StudentRaised as e:
                 e.info["index"] = i
                 return {"value": done, "failed": e.info}
