@@ -353,3 +353,40 @@ def test_a_forged_reply_through_a_worker_is_one_error_line(tmp_path):
     bad = [c for c in result.checks if c.status != "pass"]
     assert bad and bad[0].status == "error" and "\n" not in bad[0].message
     assert "malformed reply" in bad[0].message, bad[0].message
+
+
+def test_a_forged_reply_to_a_batch_is_a_malformed_reply_not_the_students_exception(tmp_path):
+    path = tmp_path / "forge_batch.py"
+    path.write_text(textwrap.dedent('''
+        import os, sys
+        import numpy as np
+        import gradlab
+
+        BACKWARDS = []
+
+        class Forges:
+            def __init__(self, cfg):
+                self.params = {"w": np.random.default_rng(0).standard_normal((cfg.d_model, cfg.d_model))}
+                self.grads = {}
+
+            def forward(self, x):
+                self.x = x
+                return x @ self.params["w"]
+
+            def backward(self, g):
+                BACKWARDS.append(1)
+                if len(BACKWARDS) == 2:      # the gradient check's backward: one call in a batch request
+                    head = b'{"value": [{"value": {"a": 0, "dtype": "<f8", "shape": [1000]}}], "b": [8]}'
+                    body = len(head).to_bytes(4, "little") + head + bytes(8)
+                    os.write(int(sys.argv[2]), len(body).to_bytes(8, "little") + body)
+                self.grads["w"] = self.x.reshape(-1, self.x.shape[-1]).T @ g.reshape(-1, g.shape[-1])
+                return g @ self.params["w"].T
+
+        @gradlab.register("ffn")
+        def build(cfg):
+            return Forges(cfg)
+    '''))
+    result = gradlab.check("ffn", impl=str(path), checks="gradient", seed=0, isolate=True)
+    (gradient,) = [c for c in result.checks if c.name == "gradient"]
+    assert gradient.status == "error" and "\n" not in gradient.message
+    assert "backward: the worker sent a malformed reply (an array whose size" in gradient.message, gradient.message

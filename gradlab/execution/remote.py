@@ -812,6 +812,19 @@ class Session:
         if type(done) is not list or len(done) > len(steps) or (failed is None) != (len(done) == len(steps)) \
                 or not (failed is None or isinstance(failed, dict)):
             raise StudentError(f"{what}: the worker sent a malformed reply")
+        try:
+            values = self._values_of(what, steps, done, rngs, reply)
+            if failed is None and isinstance(reply.get("ahead"), dict):
+                self._keep_ahead(reply, reply["ahead"], module, slots)
+        except ProtocolError as e:        # as call() says it: the worker is ended, not the student blamed
+            raise self._malformed(what, e) from None
+        if failed is not None:
+            values.append(self._failed(what, failed))
+        return values
+
+    def _values_of(self, what, steps, done, rngs, reply):
+        """The value of each call of a batch that ran, with what it did to its arguments' dicts and
+        lists and to its random generators applied (ProtocolError: a part that does not decode)."""
         values = []
         for (_, _, args, kwargs, _), sub, rng in zip(steps, done, rngs):
             if type(sub) is not dict:
@@ -824,10 +837,6 @@ class Session:
             self._rebind(sub, args, kwargs)
             self._rngs = rng
             self._advance(sub)
-        if failed is not None:
-            values.append(self._failed(what, failed))
-        elif isinstance(reply.get("ahead"), dict):
-            self._keep_ahead(reply, reply["ahead"], module, slots)
         return values
 
     def _failed(self, what, info):
