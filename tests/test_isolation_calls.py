@@ -390,3 +390,43 @@ def test_a_forged_reply_to_a_batch_is_a_malformed_reply_not_the_students_excepti
     (gradient,) = [c for c in result.checks if c.name == "gradient"]
     assert gradient.status == "error" and "\n" not in gradient.message
     assert "backward: the worker sent a malformed reply (an array whose size" in gradient.message, gradient.message
+
+
+def test_a_forged_reply_of_the_wrong_shape_ends_the_worker_so_the_next_check_is_not_out_of_step(tmp_path):
+    marker = tmp_path / "forged"
+    path = tmp_path / "forge_once.py"
+    path.write_text(textwrap.dedent(f'''
+        import os, sys
+        import numpy as np
+        import gradlab
+
+        BACKWARDS = []
+
+        class ForgesOnce:
+            def __init__(self, cfg):
+                self.params = {{"w": np.random.default_rng(0).standard_normal((cfg.d_model, cfg.d_model))}}
+                self.grads = {{}}
+
+            def forward(self, x):
+                self.x = x
+                return x @ self.params["w"]
+
+            def backward(self, g):
+                BACKWARDS.append(1)
+                if len(BACKWARDS) == 2 and not os.path.exists({str(marker)!r}):   # a batch of one call
+                    open({str(marker)!r}, "w").close()
+                    head = b'{{"value": [], "b": []}}'                             # no value for it
+                    body = len(head).to_bytes(4, "little") + head
+                    os.write(int(sys.argv[2]), len(body).to_bytes(8, "little") + body)
+                self.grads["w"] = self.x.reshape(-1, self.x.shape[-1]).T @ g.reshape(-1, g.shape[-1])
+                return g @ self.params["w"].T
+
+        @gradlab.register("ffn")
+        def build(cfg):
+            return ForgesOnce(cfg)
+    '''))
+    result = gradlab.check("ffn", impl=str(path), checks="gradient,determinism", seed=0, isolate=True)
+    gradient, determinism = [c for c in result.checks if c.name in ("gradient", "determinism")]
+    assert marker.exists()
+    assert gradient.status == "error" and gradient.message == "ffn: backward: the worker sent a malformed reply"
+    assert determinism.status == "pass", determinism.message       # a fresh worker, not the stale reply

@@ -747,7 +747,7 @@ class Session:
         if "raised" in reply:
             info = reply["raised"]
             if not isinstance(info, dict):
-                raise StudentError(f"{what}: the worker sent a malformed reply")
+                raise self._refused(what)
             raise self._failed(what, info)
         return reply
 
@@ -811,7 +811,7 @@ class Session:
         done, failed = reply.get("value"), reply.get("failed")
         if type(done) is not list or len(done) > len(steps) or (failed is None) != (len(done) == len(steps)) \
                 or not (failed is None or isinstance(failed, dict)):
-            raise StudentError(f"{what}: the worker sent a malformed reply")
+            raise self._refused(what)
         try:
             values = self._values_of(what, steps, done, rngs, reply)
             if failed is None and isinstance(reply.get("ahead"), dict):
@@ -828,7 +828,7 @@ class Session:
         values = []
         for (_, _, args, kwargs, _), sub, rng in zip(steps, done, rngs):
             if type(sub) is not dict:
-                raise StudentError(f"{what}: the worker sent a malformed reply")
+                raise self._refused(what)
             sub = dict(sub, b=reply.get("b"))       # its buffers are the reply's
             self._warn(sub)
             if self.trace_memory is not None and type(sub.get("peak")) is int:
@@ -869,6 +869,12 @@ class Session:
             raise ValueError("an array that is not shared with the worker")
         return h
 
+    def _refused(self, what):
+        """A reply of the wrong shape (a list too long, a part missing): ended as _malformed ends it."""
+        self._kill()
+        self.dead = f"{what}: the worker sent a malformed reply"
+        return StudentError(self.dead)
+
     def _malformed(self, what, e, error=StudentError):
         """A reply whose parts do not decode (the student's code wrote into gradlab's pipe?): the
         worker is ended, since what it sends next may answer an earlier request."""
@@ -894,7 +900,7 @@ class Session:
             raise self._malformed(what, e) from None
         stopped = reply.get("stopped")
         if type(values) is not list or len(values) > n or (stopped is not None and type(stopped) is not dict):
-            raise StudentError(f"{what}: the worker sent a malformed reply")
+            raise self._refused(what)
         if reply.get("overtime") is True:     # a call that one request would have stopped at the limit
             self._kill()
             self.dead, message = _overtime(what, self.limits.timeout, "")
@@ -979,14 +985,14 @@ class Session:
 
     def _slot_list(self, reply, found):
         if type(found) is not list:
-            raise StudentError("finding parameters: the worker sent a malformed reply")
+            raise self._refused("finding parameters")
         out = []
         for item in found:
             if type(item) is not dict or type(item.get("slot")) is not int:
-                raise StudentError("finding parameters: the worker sent a malformed reply")
+                raise self._refused("finding parameters")
             value = self._decode(reply, item.get("value"))
             if not isinstance(value, np.ndarray):
-                raise StudentError("finding parameters: the worker sent a malformed reply")
+                raise self._refused("finding parameters")
             if item.get("readonly") is True:     # as the student's own array is: Subject names it
                 value = value.view()
                 value.flags.writeable = False
@@ -1033,7 +1039,7 @@ class Session:
         except ProtocolError as e:
             raise self._malformed(what, e) from None
         if type(values) is not list or not len(slots) <= len(values) <= len(slots) + len(others):
-            raise StudentError(f"{what}: the worker sent a malformed reply")
+            raise self._refused(what)
         self._grads_ahead = (self.requests, dict(zip(others, values[len(slots):])))
         return values[:len(slots)]
 
