@@ -107,7 +107,6 @@ class Plan:
         self.overrides = dict(self.overrides or {})
         self.wanted = check_names(self.checks)
         asked = None if self.kinds in (None, "all") else kind_names(self.kinds)
-        make_config(Config(), **self.overrides)      # a bad option is the user's error, before any student code runs
         self._opened = self.loaded is None           # this plan started it (a worker): close() stops it
         self.loaded = self.loaded or loader.open_implementation(self.impl, self.isolate, self.limits)
         try:
