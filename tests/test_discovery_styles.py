@@ -287,6 +287,7 @@ def test_smoke_message_lists_what_was_there_and_what_contract_expects(run):
     smoke = run("layernorm", lambda cfg: Hidden(), ["smoke"])["smoke"]
     assert smoke.status == "fail"
     assert "array attributes W (12,) have no gradient attribute" in smoke.message
+    assert "(looked for dW, grad_W, W_grad, _dW, gradW, grads['W'], or a .grad on a Parameter object)" in smoke.message
     assert "gamma (12,) = (d_model,)" in smoke.message and "beta (12,)" in smoke.message
 
 

@@ -432,7 +432,7 @@ def explain(obj, build_ids=None):
         first = lonely[0]
         shown = ", ".join(f"{k} {arrays[k].shape}" for k in lonely[:4]) + (" ..." if len(lonely) > 4 else "")
         seen.append(f"array attributes {shown} have no gradient attribute after backward "
-                    f"(looked for d{first}, grad_{first}, {first}_grad, _d{first}, grad{first}, grads[{first!r}], "
+                    f"(looked for {', '.join(p.format(first) for p in GRAD_PATTERNS)}, grads[{first!r}], "
                     "or a .grad on a Parameter object)")
     children = [k for k, v in attrs.items() if any(True for _ in _children(v))]
     if children:
