@@ -34,12 +34,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gradlab.numerics import tolerance as _tolerance
-from gradlab.numerics.tolerance import ANALYTICAL_ROUNDING, ELEMENT_ROUNDING, HALF_ROUNDING, SAFETY
+from gradlab.numerics.tolerance import ANALYTICAL_ROUNDING, ELEMENT_ROUNDING, EPS, HALF_ROUNDING, SAFETY
 
-eps_of = _tolerance.eps_of
-
-EPS = {"float64": float(np.finfo(np.float64).eps), "float32": float(np.finfo(np.float32).eps),
-       "float16": float(np.finfo(np.float16).eps)}
+eps_of = _tolerance.eps_of     # EPS and eps_of are the table's own, here too for the checks that read them here
 
 DIRECTION_FLOOR = 0.5        # |d_i| >= this: no element hides behind a near-zero component
 # SAFETY, ANALYTICAL_ROUNDING, ELEMENT_ROUNDING, HALF_ROUNDING: gradlab.numerics.tolerance (the one table)

@@ -129,7 +129,7 @@ NOISE_CANNOT_JUDGE = 0.1
 # own tolerance, and the correct computation is at least SEPARATION times further from them.
 SEPARATION = 10.0
 
-_EPS = {name: float(np.finfo(name).eps) for name in ("float64", "float32", "float16")}
+EPS = {name: float(np.finfo(name).eps) for name in ("float64", "float32", "float16")}   # rounding units
 
 
 def eps_of(dtype):
@@ -138,7 +138,7 @@ def eps_of(dtype):
         return _EPS_OF[dtype]        # a dtype's name is slow to read, and checks ask for it often
     except (KeyError, TypeError):
         pass
-    eps = _EPS.get(np.dtype(dtype).name, _EPS["float32"])
+    eps = EPS.get(np.dtype(dtype).name, EPS["float32"])
     if isinstance(dtype, np.dtype) and len(_EPS_OF) < 64:
         _EPS_OF[dtype] = eps
     return eps
@@ -152,9 +152,9 @@ def coarsest(*things):
     names = []
     for t in things:
         dt = t.dtype if hasattr(t, "dtype") else np.dtype(t)
-        if dt.kind == "f" and dt.name in _EPS:
+        if dt.kind == "f" and dt.name in EPS:
             names.append(dt.name)
-    return max(names, key=lambda n: _EPS[n], default="float64")
+    return max(names, key=lambda n: EPS[n], default="float64")
 
 
 def tolerance(comparison, *things):
