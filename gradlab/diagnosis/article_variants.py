@@ -1,15 +1,13 @@
 """Known-buggy forwards of the encoder and decoder layers (article 000), for the
 `reference` check: (hint, fn(ref, inputs, cfg) -> output), where ref is gradlab's
 reference module holding the student's weights (already run forward once) and
-inputs forward's arguments (a tuple; x itself for a one-input kind). Each is the reference's computation with one slip."""
+inputs forward's arguments (a tuple; x itself for a one-input kind). Each is the reference's computation with one slip,
+made of the reference's own functions (gradlab.modules, imported when a variant runs: ref is one of them already)."""
 import math
 
 import numpy as np
 
-
-def softmax(s):
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+from gradlab.diagnosis.backward_variants import _gelu_tanh as _gelu
 
 
 def _layernorm(x, gamma, beta, eps):
@@ -17,21 +15,8 @@ def _layernorm(x, gamma, beta, eps):
     return gamma * (x - mu) / np.sqrt(var + eps) + beta
 
 
-def masked_softmax(scores, blocked):
-    """softmax with blocked entries at exactly 0 and all-blocked rows at 0 (the reference's choice)."""
-    scores = np.where(blocked, -np.inf, scores)
-    top = scores.max(axis=-1, keepdims=True)
-    e = np.exp(scores - np.where(np.isfinite(top), top, 0))
-    total = e.sum(axis=-1, keepdims=True)
-    return e / np.where(total > 0, total, 1)
-
-
 def _relu(h):
     return np.maximum(h, 0)
-
-
-def _gelu(h):
-    return 0.5 * h * (1 + np.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h ** 3)))
 
 
 def _article_layernorm(x, gamma, beta, eps):
@@ -41,6 +26,7 @@ def _article_layernorm(x, gamma, beta, eps):
 
 def _encoder(norm="post", causal=False, act=_relu, heads_axis=False, layernorm=None):
     def run(ref, inputs, cfg):
+        from gradlab.modules.functional import softmax
         x = inputs[0] if isinstance(inputs, tuple) else inputs     # one-input kinds get x itself
         p, H = ref.params, ref.H
         B, T, D = x.shape
@@ -72,6 +58,7 @@ def _encoder(norm="post", causal=False, act=_relu, heads_axis=False, layernorm=N
 
 def _decoder(cross_causal=False, norm="post"):
     def run(ref, inputs, cfg):
+        from gradlab.modules.cross_attention import masked_softmax    # blocked keys at 0, all-blocked rows 0
         x, memory, pad = inputs
         c = ref.cross_attn
         if norm == "pre":
