@@ -26,10 +26,6 @@ class Limits:
     output_mb: float = DEFAULT_OUTPUT_MB    # 0 or None: none
     workers: int = 0                        # how many workers run at once (BLAS threads = cores // workers); 0: cores
 
-    def to_dict(self):
-        return {"timeout": self.timeout, "wall": self.wall, "memory_mb": self.memory_mb,
-                "output_mb": self.output_mb}
-
     def blas_threads(self):
         cores = os.cpu_count() or 1
         return max(1, cores // (self.workers or cores))
