@@ -154,19 +154,20 @@ def guarded(what, fn, *args, files=(), error=StudentError, alarm=True, **kwargs)
 def student_frame(exc, files=()):
     """'file.py:LINE' of the innermost frame outside gradlab and NumPy
     (preferring the student's own files when known)."""
-    frames = traceback.extract_tb(exc.__traceback__)
+    return innermost_student_frame([(fr.filename, fr.lineno) for fr in traceback.extract_tb(exc.__traceback__)],
+                                   files)
+
+
+def innermost_student_frame(frames, files=(), gradlab_dir=_GRADLAB_DIR):
+    """'file.py:LINE' of the innermost of `frames` ((filename, line) pairs, outermost first) that is in
+    `files`, or when no files are known, outside gradlab and NumPy; None when there is none."""
     wanted = {os.path.abspath(f) for f in files if f}
-    chosen = None
-    for fr in frames:
-        path = os.path.abspath(fr.filename)
-        if wanted and path in wanted:
-            chosen = fr
-        elif (not wanted and not path.startswith(_GRADLAB_DIR) and "/numpy/" not in path
-              and not fr.filename.startswith("<")):   # generated code: <frozen ...>, <string>
-            chosen = fr
-    if chosen is None:
-        return None
-    return f"{os.path.basename(chosen.filename)}:{chosen.lineno}"
+    for filename, line in reversed(frames):
+        path = os.path.abspath(filename)
+        if (wanted and path in wanted) or (not wanted and not path.startswith(gradlab_dir) and "/numpy/" not in path
+                                           and not filename.startswith("<")):   # generated: <frozen ...>, <string>
+            return f"{os.path.basename(filename)}:{line}"
+    return None
 
 
 def student_traceback(exc):

@@ -12,6 +12,8 @@ import signal
 import time
 from dataclasses import dataclass
 
+from gradlab.execution.harness import innermost_student_frame
+
 DEFAULT_TIMEOUT = 20.0        # seconds for one call into student code
 DEFAULT_WALL = 600.0          # seconds for one submission (every check of every kind)
 DEFAULT_MEMORY_MB = 4096      # address space; NumPy + SciPy + OpenBLAS (1 thread) take ~0.25 GB of it
@@ -260,13 +262,10 @@ def last_seen(dump_text, files, gradlab_dir):
             current.append((m.group(1), int(m.group(2))))
     if current:
         blocks.append(current)
-    wanted = {os.path.abspath(f) for f in files if f}
     main = [b for b in blocks if any(os.path.abspath(p).startswith(gradlab_dir) and p.endswith("worker.py")
                                      for p, _ in b)]
     for block in main + [b for b in blocks if b not in main]:
-        for path, line in block:               # most recent call first
-            full = os.path.abspath(path)
-            if (wanted and full in wanted) or (not wanted and not full.startswith(gradlab_dir)
-                                                and "/numpy/" not in full and not path.startswith("<")):
-                return f"{os.path.basename(path)}:{line}"
+        found = innermost_student_frame(block[::-1], files, gradlab_dir)    # a dump lists the most recent call first
+        if found:
+            return found
     return None
