@@ -258,3 +258,15 @@ def test_parametrize_with_checks_refuses_bad_overrides():
         parametrize_with_checks(None, kinds="adam", beta2=-1)
     with pytest.raises(pytest.UsageError, match="too large for layernorm"):
         parametrize_with_checks(None, kinds="layernorm", batch_size=10**6)
+
+
+def test_a_size_refused_after_the_worker_started_stops_that_worker(zoo):
+    """Sizes are judged once the file's kinds are known, so its worker is already running: the
+    refusal stops it (not only at exit), as a refused kind does."""
+    from gradlab.execution import remote
+    from gradlab.execution.plan import Plan
+    before = {id(s) for s in list(remote._live) if s.proc is not None}
+    with pytest.raises(gradlab.UsageError, match="batch_size=1000000: too large for attention"):
+        Plan(zoo("red_mod_attention_ok_einsum.py"), kinds="attention", isolate=True,
+             overrides={"batch_size": 10**6, "d_model": 512, "num_heads": 8})
+    assert [s for s in list(remote._live) if s.proc is not None and id(s) not in before] == []

@@ -121,14 +121,14 @@ class Plan:
                 for kind in asked:
                     self.registration(kind)      # a UsageError naming what the file does register
                 self.kind_list = [k for k in KINDS if k in asked]
-        except BaseException:
+            self._configs = {}
+            self._preconditions = {}
+            for kind in self.kind_list:   # every kind's sizes, before any kind runs
+                options.check_sizes(kind, self.config(kind), [c.name for c in self.checks_for(kind)],
+                                    set(self.overrides))
+        except BaseException:         # a refused kind or size: the worker started for it is stopped now
             self.close()
             raise
-        self._configs = {}
-        self._preconditions = {}
-        for kind in self.kind_list:   # every kind's sizes, before any kind runs
-            options.check_sizes(kind, self.config(kind), [c.name for c in self.checks_for(kind)],
-                                set(self.overrides))
 
     def close(self):
         """Stop the worker this plan started (and whatever it left running); nothing when in-process."""
