@@ -141,3 +141,14 @@ def test_a_student_file_that_imports_a_reference_module_leaves_the_reference_who
             "assert gradlab.check('attention', checks=['reference'], seed=0).passed\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_explore_stops_the_worker_it_started(zoo, monkeypatch):
+    """Called without `loaded` (the Python API), explore opens the file in a worker of its own and
+    stops it when it returns, not only at exit."""
+    from gradlab.execution import loader, remote
+    monkeypatch.setattr(loader, "ISOLATE_BY_DEFAULT", True)    # as outside the tests: a file runs in a worker
+    before = {id(s) for s in list(remote._live) if s.proc is not None}
+    found = explore("softmax", 2, impl=zoo("red_fn_ok_softmax_float32.py"), seed=0, checks=["smoke"])
+    assert found.passed
+    assert [s for s in list(remote._live) if s.proc is not None and id(s) not in before] == []

@@ -6,6 +6,7 @@ Replayable: Hypothesis draws from a Random seeded with the run's seed, without
 its example database, so the same --seed draws the same configurations, and the
 failure is printed as a ready-to-paste `gradlab check ... --set ... --seed` line.
 """
+import importlib.util
 import random
 import shlex
 from dataclasses import dataclass, field
@@ -34,18 +35,29 @@ def explore(kind, n, *, impl=None, checks=None, seed=0, fixed=None, loaded=None)
     """Run the checks on up to `n` drawn configurations of `kind`; returns an
     Exploration (with the smallest failing configuration if one failed).
     `loaded`: the implementation already loaded, so a file is imported once."""
+    if importlib.util.find_spec("hypothesis") is None:   # pragma: no cover - hypothesis is a dependency
+        raise UsageError("--explore needs Hypothesis; pip install hypothesis")
+    from gradlab.execution.plan import Plan
+
+    fixed = dict(fixed or {})
+    found = Exploration(kind, seed)
+    opened = None if loaded else Plan(impl, kinds=[kind], checks=checks, seed=seed, overrides=fixed)
+    loaded = loaded or opened.loaded
     try:
-        from hypothesis import HealthCheck, Phase, Verbosity, find, settings
-        from hypothesis.errors import NoSuchExample
-    except ImportError:   # pragma: no cover - hypothesis is a dependency
-        raise UsageError("--explore needs Hypothesis; pip install hypothesis") from None
+        return _search(kind, n, impl, checks, seed, fixed, loaded, found)
+    finally:
+        if opened is not None:
+            opened.close()      # the worker this call started
+
+
+def _search(kind, n, impl, checks, seed, fixed, loaded, found):
+    """explore's search, on an implementation already loaded."""
+    from hypothesis import HealthCheck, Phase, Verbosity, find, settings
+    from hypothesis.errors import NoSuchExample
     from gradlab import strategies
     from gradlab.execution.plan import Plan, config_for
     from gradlab.execution.runner import run
 
-    fixed = dict(fixed or {})
-    found = Exploration(kind, seed)
-    loaded = loaded or Plan(impl, kinds=[kind], checks=checks, seed=seed, overrides=fixed).loaded
     results = {}
 
     def fails(cfg):
