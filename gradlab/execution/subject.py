@@ -8,6 +8,7 @@ proxy, its parameters are mirrors, and discovery runs in the worker. Checks
 use only the public methods below, never the student's objects directly."""
 import contextlib
 import inspect
+import sys
 import tracemalloc
 
 import numpy as np
@@ -31,8 +32,8 @@ class Subject:
         self.no_backward = None   # why the module has no usable backward (a forward-only module), once known
         self._output_shape = (None, None)   # (cfg, the kind's output shape for it)
         self._flags = {}          # number of inputs given -> the declared values of the flags after them
-        from gradlab.execution.remote import is_remote
-        self.remote = is_remote(registration.target)   # the student's code runs in a worker process
+        remote = _remote_module()
+        self.remote = remote is not None and remote.is_remote(registration.target)   # code runs in a worker
 
     @property
     def cfg(self):
@@ -177,10 +178,9 @@ class Subject:
     def not_implemented(self, error):
         """True (and the module noted as forward-only) when a StudentError from
         backward is its NotImplementedError (raised here, or in the worker process)."""
-        from gradlab.execution.remote import RemoteException
-        cause = error.__cause__
-        if not (isinstance(cause, NotImplementedError)
-                or isinstance(cause, RemoteException) and cause.info.get("not_implemented")):
+        cause, remote = error.__cause__, _remote_module()
+        if not (isinstance(cause, NotImplementedError) or remote is not None
+                and isinstance(cause, remote.RemoteException) and cause.info.get("not_implemented")):
             return False
         self.no_backward = "backward() raised NotImplementedError" + (f" at {error.where}" if error.where else "")
         return True
@@ -342,6 +342,12 @@ class Subject:
                      "not be read from its forward output)")
         return f" = {words} from cfg{tail}"
 
+
+
+def _remote_module():
+    """gradlab.execution.remote when something has imported it, else None: no worker, proxy or
+    RemoteException exists before it is, and code run in this process need not import it (~50 ms)."""
+    return sys.modules.get("gradlab.execution.remote")
 
 
 def _reraise(error):
