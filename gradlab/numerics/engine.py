@@ -164,7 +164,7 @@ class ElementMap:
     tolerance: float          # per element (absolute)
     calls: int
     worst: list = field(default_factory=list)   # [Element], worst first
-    allowed: object = None    # per element: tolerance + any idiom allowance (array), set by element_map
+    allowed: object = None    # per element: tolerance + any idiom allowance (array of the tensor's shape)
 
 
 @dataclass
@@ -465,14 +465,12 @@ class Engine:
         allowed = tolerance + (0.0 if allowance is None else np.asarray(allowance, dtype=np.float64))
         if t.rounding is not None:
             allowed = allowed + np.abs(t.rounding)      # measured per element (Tensor.rounding)
-        excess = np.broadcast_to(err - allowed, err.shape)
-        order = np.argsort(excess, axis=None)[::-1][:top]
+        allowed = np.broadcast_to(allowed, err.shape)
+        order = np.argsort(err - allowed, axis=None)[::-1][:top]
         worst = [Element(tuple(int(j) for j in np.unravel_index(k, arr.shape)), float(t.analytical.flat[k]),
-                         float(num.flat[k]), float(np.broadcast_to(allowed, err.shape).flat[k]))
+                         float(num.flat[k]), float(allowed.flat[k]))
                  for k in order if err.flat[k] > 0]
-        emap = ElementMap(num, tolerance, self.calls - calls, worst)
-        emap.allowed = np.broadcast_to(allowed, err.shape)
-        return emap
+        return ElementMap(num, tolerance, self.calls - calls, worst, allowed)
 
 
 @contextlib.contextmanager
