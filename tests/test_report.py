@@ -99,6 +99,13 @@ def test_cli_report_default_path(tmp_path, monkeypatch, capsys):
     assert "attention::gradient" in html and "gradlab check attention --checks gradient --seed 4" in html
 
 
+def test_cli_report_default_path_of_several_kinds_is_the_file_written(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["check", "linear,layernorm", "--checks", "shapes", "--seed", "4", "--report"]) == 0
+    assert "report: reports/all.html" in capsys.readouterr().out
+    assert [p.name for p in (tmp_path / "reports").iterdir()] == ["all.html"]
+
+
 def test_progress_line_only_on_a_terminal(monkeypatch):
     class Terminal(io.StringIO):
         def isatty(self):

@@ -159,10 +159,11 @@ def cmd_check(args):
     # output paths are checked before the checks run, not with a traceback after them
     if args.json is not None:
         options.check_output_path("--json", args.json, "result.json")
-    report_path = None
+    report_path = report_shown = None
     if args.report is not None:
         name = args.kind if "," not in args.kind else "all"
         report_path = args.report if isinstance(args.report, str) else os.path.join("reports", f"{name}.html")
+        report_shown = report_path     # as given (relative), for the line that says where it went
         options.check_output_path("--report", report_path, f"reports/{name}.html", make_folders=True)
     if args.json is not None and report_path and os.path.abspath(args.json) == os.path.abspath(report_path):
         raise options.refuse(f"--json {args.json} --report {report_path}", "both write the same file",
@@ -214,9 +215,8 @@ def cmd_check(args):
             json.dump(result.to_dict(), fh, indent=2)
     if report_path:
         from gradlab.frontends.report import write_report   # jinja2 and matplotlib: only when a report is asked for
-        shown = args.report if isinstance(args.report, str) else os.path.join("reports", f"{args.kind}.html")
         write_report(result, report_path, replay=plan.replay())
-        print(f"report: {shown}")
+        print(f"report: {report_shown}")
     if not result.passed:
         print(f"replay with: --seed {kind_results[0].seed}")
     return 0 if result.passed else 1
