@@ -151,11 +151,9 @@ def _models(cfg, ref_lm, parts):
         slots, where = [], []
         for k in swapped:
             got, at = _swap_in(parts[k], model, np.random.default_rng(cfg.seed))
+            # a later swap may replace the slots of a part swapped in earlier (a block holds attention)
             slots = [s for s in slots if not any(s.name == g.name for g in got)] + got
             where.append(f"your {k} at {at}")
-        # slots of parts swapped in earlier may have been replaced by a later swap (a block holds attention)
-        names = {s.name for s in slots}
-        slots = [s for s in slots if s.name in names]
         slots = list({s.name: s for s in slots}.values())
         setting = "gradlab's reference LM with " + "; ".join(where)
     part = next(iter(parts.values()))     # guards the calls (in a worker or here) of a model holding parts
