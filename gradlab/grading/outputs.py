@@ -90,7 +90,7 @@ def _lean(kind_result):
 def write_class(out, graded, rubric, seed, version):
     """grades.csv and class.json from {student: results} (students in name order)."""
     kinds = list(rubric.kinds)
-    maxima = max_by_kind(rubric)
+    maximum = sum(max_by_kind(rubric).values())
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow(["student", "score", "max_score"] + kinds)
@@ -98,14 +98,13 @@ def write_class(out, graded, rubric, seed, version):
     for student in sorted(graded):
         results = graded[student]
         per_kind = _per_kind(results, kinds)
-        writer.writerow([student, _num(results["score"]), _num(sum(maxima.values()))]
-                        + [_num(per_kind[k]) for k in kinds])
-        students[student] = {"score": results["score"], "max_score": sum(maxima.values()),
+        writer.writerow([student, _num(results["score"]), _num(maximum)] + [_num(per_kind[k]) for k in kinds])
+        students[student] = {"score": results["score"], "max_score": maximum,
                              "kinds": per_kind, "tests": {t["name"]: t["score"] for t in results["tests"]},
                              "execution_time": results.get("execution_time")}
     atomic_write(os.path.join(out, "grades.csv"), buf.getvalue())
     atomic_write(os.path.join(out, "class.json"), json.dumps(
-        {"gradlab_version": version, "seed": seed, "kinds": kinds, "max_score": sum(maxima.values()),
+        {"gradlab_version": version, "seed": seed, "kinds": kinds, "max_score": maximum,
          "rubric": rubric.to_dict(), "students": students}, indent=1))
 
 

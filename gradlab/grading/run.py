@@ -144,7 +144,7 @@ class Progress:
 
 def print_table(stream, graded, rubric):
     kinds = list(rubric.kinds)
-    maxima = outputs.max_by_kind(rubric)
+    maximum = sum(outputs.max_by_kind(rubric).values())
     names = sorted(graded)
     width = max([len("student")] + [len(n) for n in names])
     cols = [max(len(k), 7) for k in kinds]
@@ -153,6 +153,6 @@ def print_table(stream, graded, rubric):
     for name in names:
         r = graded[name]
         per = outputs._per_kind(r, kinds)
-        total = f"{r['score']:g}/{sum(maxima.values()):g}"
+        total = f"{r['score']:g}/{maximum:g}"
         print(f"{name:<{width}}  {total:>9}  " + "  ".join(f"{per[k]:>{c}g}" for k, c in zip(kinds, cols)),
               file=stream)
