@@ -75,8 +75,8 @@ def configs(draw, kind, *, max_batch=3, max_seq=6, max_heads=3, max_head_width=4
     wanted = FIELDS_BY_KIND.get(kind, _MODEL)
     cfg = {}
 
-    def pick(name, strategy):
-        if name in wanted or name in fixed:
+    def pick(name, strategy):   # once per field: d_model drawn as num_heads * d_k is not drawn again
+        if name not in cfg and (name in wanted or name in fixed):
             cfg[name] = fixed[name] if name in fixed else draw(strategy)
 
     pick("batch_size", st.integers(1, max_batch))

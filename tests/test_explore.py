@@ -97,6 +97,14 @@ def test_every_drawn_configuration_is_valid_and_small(kind, data):
     gradlab.contract.options.check_sizes(kind, full, names, set(cfg))
 
 
+@settings(max_examples=30, deadline=None, database=None)
+@given(kind=st.sampled_from(["attention", "block", "lm"]), data=st.data())
+def test_d_model_is_drawn_as_heads_times_a_head_width(kind, data):
+    # drawn valid by construction (d_k = d_model / num_heads up to max_head_width), not redrawn and rejected
+    cfg = data.draw(configs(kind, max_heads=3, max_head_width=2))
+    assert cfg["d_model"] % cfg["num_heads"] == 0 and cfg["d_model"] // cfg["num_heads"] <= 2, cfg
+
+
 @pytest.mark.parametrize("condition, expected", [
     (lambda c: True, {"batch_size": 1, "seq_len": 1, "num_heads": 1, "d_model": 1, "dtype": "float64"}),
     (lambda c: c["num_heads"] == 3, {"num_heads": 3, "d_model": 3}),                      # d_k = 1
