@@ -103,3 +103,20 @@ def test_training_a_file_that_patches_gradlab_is_judged_outside_it(zoo, tmp_path
                        "_r._judge = lambda *a, **k: CheckRecord('train', PASS, 'fine')\n")
     record = train(impl=str(hostile), seed=0, isolate=True, **SMALL).checks[0]
     assert record.status == "fail" and "left the reference's" in record.message, record.message
+
+
+def test_the_progress_bar_only_on_a_terminal():
+    import io
+    from gradlab.training.command import Bar
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+    tty, pipe = Terminal(), io.StringIO()
+    for stream in (tty, pipe):
+        bar = Bar(stream)
+        bar(1, 10, 2.5)
+        bar(10, 10, 1.0)      # the last step is always drawn
+        bar.clear()
+    assert "step 1/10  loss 2.5" in tty.getvalue() and "] step 10/10  loss 1" in tty.getvalue()
+    assert tty.getvalue().endswith("\r\x1b[K") and pipe.getvalue() == ""

@@ -6,7 +6,6 @@ raised inside a check; 2 the command could not run (the message says what to fix
 import argparse
 import json
 import os
-import shutil
 import sys
 import time
 
@@ -14,6 +13,7 @@ from gradlab import __version__
 from gradlab.execution import harness, limits
 from gradlab.contract import options
 from gradlab.contract.errors import UsageError
+from gradlab.frontends.status import StatusLine
 
 EXAMPLES = """\
 examples:
@@ -302,32 +302,24 @@ class Progress:
     DELAY = 0.5
 
     def __init__(self, stream, plan):
-        self.stream = stream
-        self.enabled = bool(getattr(stream, "isatty", lambda: False)())
+        self.line = StatusLine(stream)
         self.plan = plan
         self.start = time.monotonic()
         self.done = 0
-        self.shown = False
 
     def update(self, kind_result):
         self.done += 1
         elapsed = time.monotonic() - self.start
-        if not self.enabled or elapsed < self.DELAY:
+        if not self.line.enabled or elapsed < self.DELAY:
             return
         names = [c.name for c in self.plan.checks_for(kind_result.kind)]
         position = len(kind_result.checks)
         doing = (f"running {kind_result.kind}::{names[position]} ({position + 1}/{len(names)})"
                  if position < len(names) else f"{kind_result.kind} done")
-        width = shutil.get_terminal_size((80, 20)).columns
-        self.stream.write("\r\x1b[K" + f"[{self.done} done, {elapsed:.1f} s] {doing}"[:max(width - 1, 10)])
-        self.stream.flush()
-        self.shown = True
+        self.line.show(f"[{self.done} done, {elapsed:.1f} s] {doing}")
 
     def clear(self):
-        if self.shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self.shown = False
+        self.line.clear()
 
 
 def print_record(kind_result, record, verbose):

@@ -10,13 +10,13 @@ or limits changed.
 """
 import concurrent.futures
 import os
-import shutil
 import sys
 import time
 
 from gradlab import __version__
 from gradlab.contract import options
 from gradlab.contract.errors import UsageError
+from gradlab.frontends.status import StatusLine
 from gradlab.grading import outputs, rubric as rubric_mod
 from gradlab.grading.isolate import run_isolated, start, stop_all
 from gradlab.grading.job import Limits
@@ -118,28 +118,22 @@ class Progress:
     """One line rewritten in place on a terminal: students done, failures, ETA."""
 
     def __init__(self, stream, total):
-        self.stream, self.total = stream, total
-        self.enabled = bool(getattr(stream, "isatty", lambda: False)()) and total > 0
+        self.line, self.total = StatusLine(stream), total
         self.start = time.monotonic()
         self.done = self.below = 0
 
     def update(self, student, results, maximum):
         self.done += 1
         self.below += results["score"] < maximum - 1e-9
-        if not self.enabled:
+        if not self.line.enabled:
             return
         elapsed = time.monotonic() - self.start
         eta = elapsed / self.done * (self.total - self.done)
-        width = shutil.get_terminal_size((80, 20)).columns
-        line = (f"[{self.done}/{self.total} graded, {self.below} below full marks, {elapsed:.0f} s, "
-                f"ETA {eta:.0f} s] {student}: {results['score']:g}/{maximum:g}")
-        self.stream.write("\r\x1b[K" + line[:max(width - 1, 10)])
-        self.stream.flush()
+        self.line.show(f"[{self.done}/{self.total} graded, {self.below} below full marks, {elapsed:.0f} s, "
+                       f"ETA {eta:.0f} s] {student}: {results['score']:g}/{maximum:g}")
 
     def close(self):
-        if self.enabled:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
+        self.line.clear()
 
 
 def print_table(stream, graded, rubric):

@@ -1,6 +1,5 @@
 """`gradlab train`: the command line of gradlab.training (the `gradlab` command
 adds this subcommand; nothing heavy is imported until it runs)."""
-import shutil
 import sys
 import time
 
@@ -54,24 +53,21 @@ class Bar:
     """[#####.....] step 120/200  loss 0.123 on a terminal; nothing elsewhere."""
 
     def __init__(self, stream):
-        self.stream = stream
-        self.enabled = bool(getattr(stream, "isatty", lambda: False)())
+        from gradlab.frontends.status import StatusLine
+        self.line = StatusLine(stream)
         self.last = 0.0
 
     def __call__(self, step, steps, loss):
         now = time.monotonic()
-        if not self.enabled or (now - self.last < 0.1 and step < steps):
+        if not self.line.enabled or (now - self.last < 0.1 and step < steps):
             return
         self.last = now
-        width = min(30, max(10, shutil.get_terminal_size((80, 20)).columns - 40))
+        width = min(30, max(10, self.line.columns() - 40))
         done = int(width * step / steps)
-        self.stream.write(f"\r\x1b[K[{'#' * done}{'.' * (width - done)}] step {step}/{steps}  loss {loss:.4g}")
-        self.stream.flush()
+        self.line.show(f"[{'#' * done}{'.' * (width - done)}] step {step}/{steps}  loss {loss:.4g}")
 
     def clear(self):
-        if self.enabled:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
+        self.line.clear()
 
 
 def run(args):
