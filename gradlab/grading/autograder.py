@@ -14,12 +14,12 @@ against a fake root folder before uploading.
 """
 import io
 import json
-import os
 import shlex
 import zipfile
 
 from gradlab import __version__
 from gradlab.grading import rubric as rubric_mod
+from gradlab.grading.outputs import atomic_write
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Written by gradlab {version}. Gradescope runs this with the working directory /autograder.
@@ -70,8 +70,6 @@ def build(path, kinds=None, rubric_path=None, seed=0, timeout=None, requirement=
     if rubric_path:
         with open(rubric_path, encoding="utf-8") as fh:
             files["rubric.toml"] = fh.read()
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, text in files.items():
@@ -79,8 +77,5 @@ def build(path, kinds=None, rubric_path=None, seed=0, timeout=None, requirement=
             info.external_attr = (0o755 if name in ("run_autograder", "setup.sh") else 0o644) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, text)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "wb") as fh:
-        fh.write(buf.getvalue())
-    os.replace(tmp, path)
+    atomic_write(path, buf.getvalue())
     return rubric

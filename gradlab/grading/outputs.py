@@ -23,11 +23,16 @@ from gradlab.grading.gradescope import max_by_kind, results_json
 RESULTS, REPORT, RECORDS = "results.json", "report.html", "gradlab.json"
 
 
-def atomic_write(path, text):
+def atomic_write(path, data):
+    """Write `data` (text, or bytes) aside, then rename it to `path`, creating its folder."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8", newline="") as fh:
-        fh.write(text)
+    if isinstance(data, bytes):
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+    else:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            fh.write(data)
     os.replace(tmp, path)
 
 
