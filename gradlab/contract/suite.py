@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from gradlab.contract.errors import CheckSkipped, UsageError
+from gradlab.contract.kinds import MIXED_PRECISION
 
 
 @dataclass
@@ -60,7 +61,7 @@ def _float16_gate(fn):
     made for float32."""
     @functools.wraps(fn)
     def run(subject, rng):
-        if subject.cfg.dtype == "float16" and subject.kind.form != "module" and not subject.kind.has("mixed_precision"):
+        if subject.cfg.dtype == "float16" and subject.kind.form != "module" and not subject.kind.has(MIXED_PRECISION):
             raise CheckSkipped(f"{subject.kind.name}: --dtype float16 applies to module kinds; {subject.kind.name} is a "
                                f"{subject.kind.form} and "
                                "is checked in float32 or float64 (mixed precision training: the mixed_precision kind)")
