@@ -41,8 +41,7 @@ TRACK = 1e-2
 
 def config(seed=0, **overrides):
     base = dict(DEFAULTS)
-    half = overrides.pop("half", base.pop("half"))
-    base.pop("half", None)
+    half = overrides.pop("half", base.pop("half"))     # not a cfg field: the task's sequence is 2 * half long
     base.update(overrides)
     base.update(seq_len=2 * half, max_len=2 * half, seed=seed, weight_decay=0.0)
     return make_config(Config(), **base), half
