@@ -16,6 +16,7 @@ from gradlab.contract.errors import CheckFailure
 from gradlab.contract.kinds import KEY_PADDING
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.harness import describe
+from gradlab.execution.subject import copies
 from gradlab.numerics.tolerance import tolerance
 
 
@@ -42,13 +43,13 @@ def key_padding(subject, rng):
     # padded keys change nothing at all: the "repeat" row (same code, same numbers) of gradlab.numerics.tolerance
     tol = tolerance("repeat", cfg.np_dtype).allowed(max(float(np.abs(base).max()), 1.0))
     # 1. padded keys: their memory rows must not matter
-    moved = [a.copy() if isinstance(a, np.ndarray) else a for a in inputs]
+    moved = copies(inputs)
     moved[m][mask] += (3 * rng.standard_normal(moved[m][mask].shape)).astype(moved[m].dtype)
     change = float(np.abs(subject.forward(module, *moved).astype(np.float64) - base).max())
     if change > tol:
         b, j = (int(i) for i in padded[0])
         # the opposite polarity: then the real keys are the ignored ones (judged on the samples that have both)
-        flipped = [a.copy() if isinstance(a, np.ndarray) else a for a in inputs]
+        flipped = copies(inputs)
         flipped[m][~mask] += 3
         mixed = mask.any(axis=1) & ~mask.all(axis=1)
         moved_real = np.abs(subject.forward(module, *flipped).astype(np.float64) - base)[mixed]
