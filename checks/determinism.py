@@ -11,15 +11,7 @@ from gradlab.execution.subject import call_cross_entropy, call_softmax, copies
 from gradlab.contract.suite import Outcome, check
 from gradlab.contract.numbers import distinct
 from gradlab.numerics.repeatable import difference
-from gradlab.numerics.tolerance import Tol, tolerance
-
-
-def _differs(a, b, tol):
-    """(index, a, b, max |a - b|) of the first entry that differs by more than tol (a Tol, relative to
-    the tensor's largest entry), or None. NaN equals NaN (and inf the same inf): a run that gives NaN at
-    the same places twice is repeatable (the NaN is another check's finding); NaN in one run and a
-    number in the other is a difference."""
-    return difference(a, b, tol if isinstance(tol, Tol) else Tol(tol))
+from gradlab.numerics.tolerance import tolerance
 
 
 def _run(subject, module, slots, inputs, g):
@@ -67,7 +59,7 @@ def determinism(subject, rng):
             if name not in run:
                 continue
             compared += 1
-            found = _differs(runs[0][name], run[name], tol)
+            found = difference(runs[0][name], run[name], tol)
             if found:
                 index, a, b, worst = found
                 ta, tb = distinct(a, b)
@@ -113,7 +105,7 @@ def _optimizer(subject, rng, tol):
             subject.step(optimizer, params, {k: v.copy() for k, v in grads.items()})
         finals.append(params)
     for name in params0:
-        found = _differs(finals[0][name], finals[1][name], tol)
+        found = difference(finals[0][name], finals[1][name], tol)
         if found:
             index, a, b, worst = found
             ta, tb = distinct(a, b)

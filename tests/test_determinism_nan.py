@@ -3,22 +3,23 @@ is another check's finding, e.g. trajectory's); NaN in one run and a number in t
 other is a difference, and named as one."""
 import numpy as np
 
-from gradlab.checks.determinism import _differs
+from gradlab.numerics.repeatable import difference
+from gradlab.numerics.tolerance import Tol
 
 
 def test_equal_nan_patterns_are_equal_and_unequal_ones_differ():
     a = np.array([[1.0, np.nan], [np.inf, -2.0]])
-    assert _differs(a, a.copy(), 1e-12) is None
+    assert difference(a, a.copy(), Tol(1e-12)) is None
     b = a.copy()
     b[0, 1] = 3.0                                   # NaN in one run, a number in the other
-    index, first, second, _ = _differs(a, b, 1e-12)
+    index, first, second, _ = difference(a, b, Tol(1e-12))
     assert index == (0, 1) and np.isnan(first) and second == 3.0
     c = a.copy()
     c[1, 0] = -np.inf                               # +inf then -inf
-    assert _differs(a, c, 1e-12)[0] == (1, 0)
+    assert difference(a, c, Tol(1e-12))[0] == (1, 0)
     d = a.copy()
     d[1, 1] = -2.5                                  # an ordinary difference beside the NaN
-    assert _differs(a, d, 1e-12)[0] == (1, 1)
+    assert difference(a, d, Tol(1e-12))[0] == (1, 1)
 
 
 def test_an_optimizer_giving_nan_at_the_same_places_twice_is_deterministic(run, zoo):
