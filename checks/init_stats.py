@@ -28,6 +28,7 @@ SCHEMES = {              # name -> (distribution, variance(fan_in, fan_out), for
     "he_uniform": ("uniform", lambda fi, fo: 2 / fi, "U(-a, a), a = sqrt(6 / fan_in)"),
     "he_normal": ("normal", lambda fi, fo: 2 / fi, "N(0, 2 / fan_in)"),
 }
+KURTOSIS = {"uniform": 1.8, "normal": 3.0}   # E[x^4] / var^2: the sample variance's spread
 
 
 def _slips(scheme, fi, fo):
@@ -61,8 +62,7 @@ def _tests(w, dist, var):
     n = x.size
     mean, s2 = float(x.mean()), float(x.var())
     p_mean = normal_two_sided(mean / np.sqrt(var / n))
-    kurtosis = 1.8 if dist == "uniform" else 3.0           # E[x^4] / var^2
-    p_var = normal_two_sided((s2 - var) / np.sqrt((kurtosis - 1) * var * var / n))
+    p_var = normal_two_sided((s2 - var) / np.sqrt((KURTOSIS[dist] - 1) * var * var / n))
     if dist == "uniform":
         a = np.sqrt(3 * var)
         _, p_dist = ks_test(x, lambda v: np.clip((v + a) / (2 * a), 0, 1))
@@ -93,7 +93,7 @@ def init_stats(subject, rng):
         if p_var < ALPHA:
             ratio = s2 / var
             # a slip is named when its variance explains the sample within 5 standard errors
-            se = np.sqrt(((1.8 if dist == "uniform" else 3.0) - 1) / w.size)
+            se = np.sqrt((KURTOSIS[dist] - 1) / w.size)
             named = [cause for v, cause in _slips(scheme, fi, fo) if abs(np.log(s2 / v)) <= 5 * se + 1e-3]
             raise CheckFailure(
                 f"{name}: {where}: variance {s2:.4g}, expected {var:.4g} ({ratio:.3g}x; p = {p_var:.1e} < {ALPHA:g})"
