@@ -431,7 +431,7 @@ def _scheduler(subject):
     first, second = Scheduler(subject, subject.build()), Scheduler(subject, subject.build())
     values = [first.next()]
     again = second.next()
-    if abs(again - values[0]) > 1e-9 * abs(values[0]):
+    if abs(again - values[0]) > tolerance("schedule", cfg.np_dtype).rtol * abs(values[0]):
         raise CheckFailure(
             f"{subject.kind.name}: two schedulers built one after the other return {values[0]:.8g} and {again:.8g} "
             "on their first calls: the step count is shared between instances (a class attribute or a "
