@@ -12,10 +12,11 @@ from gradlab.contract.suite import Outcome, check
 from gradlab.numerics.tolerance import tolerance
 
 
-def _hint(kind, module, cfg):
+def _hint(subject, module):
     """Where to look: when the module's own attention weights are causal, the leak comes after them."""
+    kind, cfg = subject.kind, subject.cfg
     B, H, T = cfg.batch_size, cfg.num_heads, cfg.seq_len
-    weights = getattr(module, "attn_weights", None) if kind.has(ATTN_WEIGHTS) else None
+    weights = subject.attribute(module, "attn_weights") if kind.has(ATTN_WEIGHTS) else None
     if isinstance(weights, np.ndarray) and weights.shape == (B, H, T, T) \
             and not np.abs(np.triu(weights.astype(np.float64), k=1)).max() > 0:
         sums = weights.astype(np.float64).sum(axis=-1)
@@ -60,7 +61,7 @@ def causality(subject, rng):
         raise CheckFailure(
             f"{kind.name}: perturbing position {c} changed the output at position {r} by {change[r, c]:.3g} "
             f"(tolerance {tol:.1g}): position {r} sees the future; {len(leaks)} of {future} future pairs leak. "
-            + _hint(kind, module, cfg),
+            + _hint(subject, module),
             metrics, {"views": [view]})
     return Outcome(f"no output at an earlier position changed in {T} perturbations ({future} future pairs)",
                    metrics, {"views": [view]})

@@ -59,7 +59,7 @@ def key_padding(subject, rng):
             f"output by {change:.3g} (tolerance {tol:.1g}): padded keys must get exactly zero attention weight; "
             + ("the mask looks inverted: True means padded (ignored), False a real token" if inverted else _HOW),
             {"max_change": change, "tolerance": tol, "padded_keys": len(padded)})
-    weights = getattr(module, "attn_weights", None)
+    weights = subject.attribute(module, "attn_weights")
     note = ""
     if isinstance(weights, np.ndarray) and weights.ndim == 4 and weights.shape[-1] == mask.shape[-1] \
             and weights.shape[0] == mask.shape[0]:

@@ -63,7 +63,7 @@ def _module(subject, rng):
     # the student gets copies: a forward that edits x in place would otherwise move the reference's input
     # too, and the report would blame the output; input_mutation names the in-place edit
     out = subject.forward(module, *copies(inputs))
-    attn_first = getattr(module, "attn_weights", None)
+    attn_first = subject.attribute(module, "attn_weights")
     attn_first = attn_first.copy() if isinstance(attn_first, np.ndarray) else None
     require_repeatable("forward", out, subject.forward(module, *copies(inputs)), "its output against the reference")
     # parameters kept in float16 (whatever cfg.dtype says) round the weights copied in: judged by float16
