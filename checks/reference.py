@@ -395,9 +395,9 @@ def _softmax_axes(subject, x):
              f"the max and the sum over axis {axis}", lambda: _sm(x64, -1)),
             (f"your softmax subtracts the maximum over the last axis whatever axis says; with axis={axis} the "
              f"maximum must be taken over axis {axis} too (x.max(axis=axis, keepdims=True)), or the shift is not "
-             "constant within what is normalised", lambda: _sm_shift(x64, axis, -1)),
+             "constant within what is normalised", lambda: _sm(x64, axis, shift_axis=-1)),
             (f"your softmax sums over the last axis whatever axis says; with axis={axis} the sum must be over "
-             f"axis {axis} too", lambda: _sm_sum(x64, axis, -1)),
+             f"axis {axis} too", lambda: _sm(x64, axis, sum_axis=-1)),
         ] + [(f"your softmax normalises over axis {b} when asked for axis={axis}", (lambda b: lambda: _sm(x64, b))(b))
              for b in range(x.ndim) if b != axis % x.ndim and b != x.ndim - 1]
         hint = _best_variant(got, variants, row["allowed"], float(np.abs(got - want).max()))
@@ -410,19 +410,10 @@ def _softmax_axes(subject, x):
     return AXES
 
 
-def _sm_shift(x, axis, shift_axis):
-    e = np.exp(x - x.max(axis=shift_axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def _sm_sum(x, axis, sum_axis):
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=sum_axis, keepdims=True)
-
-
-def _sm(x, axis):
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
+def _sm(x, axis, shift_axis=None, sum_axis=None):
+    """softmax over axis; shift_axis / sum_axis: the axis a buggy variant takes the max / the sum over."""
+    e = np.exp(x - x.max(axis=axis if shift_axis is None else shift_axis, keepdims=True))
+    return e / e.sum(axis=axis if sum_axis is None else sum_axis, keepdims=True)
 
 
 def _best_variant(got, variants, atol, err_ref):
