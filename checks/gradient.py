@@ -211,7 +211,6 @@ class ModuleSetup:
                               f"'float64')")
         else:
             arrays = [arr for _, arr, _ in analytical]
-            num_inputs = inputs
             if any(eps_of(inputs[k].dtype) > own_eps for k in wrt):
                 # a float16 input given to a module that computes in float32/64: a step of 1e-6 rounds away in
                 # float16 (nothing would be tested); perturb float64 copies, the module upcasts them anyway
