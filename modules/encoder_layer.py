@@ -8,21 +8,7 @@ import numpy as np
 import gradlab
 
 from .functional import softmax
-
-
-def _layernorm(x, gamma, beta, eps):               # x (..., D) -> (y, cache)
-    mu = x.mean(axis=-1, keepdims=True)
-    inv_std = 1 / np.sqrt(x.var(axis=-1, keepdims=True) + eps)
-    xhat = (x - mu) * inv_std
-    return gamma * xhat + beta, (xhat, inv_std)
-
-
-def _layernorm_backward(g, cache, gamma):           # -> (dx, dgamma, dbeta)
-    xhat, inv_std = cache
-    D = g.shape[-1]
-    dxhat = g * gamma
-    dx = inv_std * (dxhat - dxhat.mean(-1, keepdims=True) - xhat * (dxhat * xhat).mean(-1, keepdims=True))
-    return dx, (g * xhat).reshape(-1, D).sum(0), g.reshape(-1, D).sum(0)
+from .layernorm import layernorm, layernorm_backward
 
 
 class EncoderLayer:
@@ -55,10 +41,10 @@ class EncoderLayer:
         self.scale = 1 / math.sqrt(q.shape[-1])
         self.attn_weights = softmax(q @ k.transpose(0, 1, 3, 2) * self.scale)   # (B, H, T, T), no mask
         self.ctx = self._merge(self.attn_weights @ v)                          # (B, T, D)
-        h, self.ln1 = _layernorm(x + self.ctx @ p["W_O"], p["gamma1"], p["beta1"], self.eps)   # (B, T, D)
+        h, self.ln1 = layernorm(x + self.ctx @ p["W_O"], p["gamma1"], p["beta1"], self.eps)   # (B, T, D)
         self.pre = h @ p["W1"] + p["b1"]                                       # (B, T, d_ff)
         self.relu = np.maximum(self.pre, 0)
-        out, self.ln2 = _layernorm(h + self.relu @ p["W2"] + p["b2"], p["gamma2"], p["beta2"], self.eps)
+        out, self.ln2 = layernorm(h + self.relu @ p["W2"] + p["b2"], p["gamma2"], p["beta2"], self.eps)
         self.x, self.q, self.k, self.v, self.h = x, q, k, v, h
         return out
 
@@ -66,12 +52,12 @@ class EncoderLayer:
         p, gr = self.params, self.grads
         D = grad_out.shape[-1]
         flat = lambda a: a.reshape(-1, a.shape[-1])                            # noqa: E731
-        ds2, gr["gamma2"], gr["beta2"] = _layernorm_backward(grad_out, self.ln2, p["gamma2"])   # (B, T, D)
+        ds2, gr["gamma2"], gr["beta2"] = layernorm_backward(grad_out, self.ln2, p["gamma2"])   # (B, T, D)
         gr["W2"], gr["b2"] = flat(self.relu).T @ flat(ds2), flat(ds2).sum(0)
         dpre = (ds2 @ p["W2"].T) * (self.pre > 0)                              # (B, T, d_ff)
         gr["W1"], gr["b1"] = flat(self.h).T @ flat(dpre), flat(dpre).sum(0)
         dh = ds2 + dpre @ p["W1"].T                                            # residual + FFN branch
-        ds1, gr["gamma1"], gr["beta1"] = _layernorm_backward(dh, self.ln1, p["gamma1"])
+        ds1, gr["gamma1"], gr["beta1"] = layernorm_backward(dh, self.ln1, p["gamma1"])
         gr["W_O"] = flat(self.ctx).T @ flat(ds1)
         dctx = self._split(ds1 @ p["W_O"].T)                                   # (B, H, T, d_k)
         A = self.attn_weights

@@ -4,6 +4,27 @@ import numpy as np
 import gradlab
 
 
+def layernorm(x, gamma, beta, eps):
+    """x (..., D) -> (gamma * xhat + beta, cache), xhat = (x - mean) / sqrt(var + eps) over the last axis."""
+    mu = x.mean(axis=-1, keepdims=True)                         # (..., 1)
+    var = x.var(axis=-1, keepdims=True)                         # (..., 1), biased: divides by D
+    inv_std = 1 / np.sqrt(var + eps)                            # (..., 1)
+    xhat = (x - mu) * inv_std                                   # (..., D)
+    return gamma * xhat + beta, (xhat, inv_std)
+
+
+def layernorm_backward(grad_out, cache, gamma):                 # grad_out (..., D) -> (dx, dgamma, dbeta)
+    xhat, inv_std = cache
+    D = grad_out.shape[-1]
+    dgamma = (grad_out * xhat).reshape(-1, D).sum(axis=0)       # (D,)
+    dbeta = grad_out.reshape(-1, D).sum(axis=0)                 # (D,)
+    dxhat = grad_out * gamma                                    # (..., D)
+    # mean and variance depend on every x in the row: remove the part of
+    # dxhat along 1 and along xhat, the two directions normalising takes out.
+    dx = inv_std * (dxhat - dxhat.mean(axis=-1, keepdims=True) - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))
+    return dx, dgamma, dbeta
+
+
 class LayerNorm:
     """x (..., D) -> gamma * (x - mean) / sqrt(var + eps) + beta, statistics over the last axis."""
 
@@ -17,21 +38,13 @@ class LayerNorm:
         self.grads = {k: np.zeros_like(v) for k, v in self.params.items()}
 
     def forward(self, x):                                       # x (..., D)
-        mu = x.mean(axis=-1, keepdims=True)                     # (..., 1)
-        var = x.var(axis=-1, keepdims=True)                     # (..., 1), biased: divides by D
-        self.inv_std = 1 / np.sqrt(var + self.eps)              # (..., 1)
-        self.xhat = (x - mu) * self.inv_std                     # (..., D)
-        return self.params["gamma"] * self.xhat + self.params["beta"]
+        out, (self.xhat, self.inv_std) = layernorm(x, self.params["gamma"], self.params["beta"], self.eps)
+        return out
 
     def backward(self, grad_out):                               # grad_out (..., D)
-        D = grad_out.shape[-1]
-        self.grads["gamma"] = (grad_out * self.xhat).reshape(-1, D).sum(axis=0)   # (D,)
-        self.grads["beta"] = grad_out.reshape(-1, D).sum(axis=0)                  # (D,)
-        dxhat = grad_out * self.params["gamma"]                                   # (..., D)
-        # mean and variance depend on every x in the row: remove the part of
-        # dxhat along 1 and along xhat, the two directions normalising takes out.
-        return self.inv_std * (dxhat - dxhat.mean(axis=-1, keepdims=True)
-                               - self.xhat * (dxhat * self.xhat).mean(axis=-1, keepdims=True))
+        dx, self.grads["gamma"], self.grads["beta"] = layernorm_backward(grad_out, (self.xhat, self.inv_std),
+                                                                        self.params["gamma"])
+        return dx
 
 
 @gradlab.register("layernorm")
