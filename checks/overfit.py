@@ -258,17 +258,16 @@ def _needs_backward(subject):
 def _train(subject, model, slots, optimizer, ids, targets, student_opt=False):
     """Loss before each of STEPS Adam steps and after the last: STEPS + 1 values."""
     ce = reference_impl().get("cross_entropy").target
-    files = subject.files if subject is not None else ()
     what = "" if subject is None else f" (training with your {subject.kind.name})"
     losses = []
     params = {s.name: s.value for s in slots}
     for step in range(STEPS + 1):
-        logits = _call(subject, f"forward{what}", model.forward, ids, files)
+        logits = _call(subject, f"forward{what}", model.forward, ids)
         loss, grad = ce(logits.astype(np.float64), targets)
         losses.append(float(loss))
         if step == STEPS or not np.isfinite(loss):
             break
-        _call(subject, f"backward{what}", model.backward, grad.astype(logits.dtype), files)
+        _call(subject, f"backward{what}", model.backward, grad.astype(logits.dtype))
         grads = _read(subject, slots)
         if student_opt:
             subject.step(optimizer, params, grads)
@@ -286,7 +285,7 @@ def _read(subject, slots):
     return grads
 
 
-def _call(subject, what, fn, arg, files):
+def _call(subject, what, fn, arg):
     """Student code runs inside the model's forward/backward: guard the whole call."""
     if subject is None:
         return fn(arg)
