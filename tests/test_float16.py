@@ -3,6 +3,8 @@ student's module, tolerances that fit float16 (README: float16), overflow and
 underflow named, and no false alarms on correct modules."""
 import pytest
 
+from gradlab.contract import suite
+from gradlab.contract.kinds import KINDS
 from gradlab.frontends import cli
 
 CORRECT = [(None, "linear"), (None, "layernorm"), ("red_mod_attention_ok_einsum.py", "attention"),
@@ -13,7 +15,8 @@ CORRECT = [(None, "linear"), (None, "layernorm"), ("red_mod_attention_ok_einsum.
 def test_correct_modules_pass_gradient_and_backward_in_float16(zoo, run, impl, kind):
     for seed in range(20):
         result = run(kind, impl and zoo(impl), checks=["gradient", "backward"], seed=seed, dtype="float16")
-        assert result.passed, (seed, [(c.name, c.message) for c in result.checks if not c.ok])
+        # passed, not skipped: a skip counts as ok in result.passed
+        assert [c.status for c in result.checks] == ["pass"] * 3, (seed, [(c.name, c.message) for c in result.checks])
         assert "float64 copy of your float16 module" in result["gradient"].message
 
 
@@ -55,6 +58,8 @@ def test_variance_underflow_is_named(zoo, run):
 
 def test_float16_is_for_module_kinds(run):
     result = run("cross_entropy", dtype="float16")
+    # every check that applies is there (an empty list would pass the line below) and skipped, saying why
+    assert [c.name for c in result.checks] == [c.name for c in suite.applicable(KINDS["cross_entropy"])]
     assert all(c.status == "skip" and "module kinds" in c.message for c in result.checks)
 
 
