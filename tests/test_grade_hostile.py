@@ -80,6 +80,8 @@ def test_a_student_who_kills_the_judging_process_gets_no_pass(tmp_path):
     results = grade_class(str(subs), str(tmp_path / "out"), kinds="layernorm", seed=3, workers=2,
                           limits=Limits(wall=60), stream=open(os.devnull, "w"))
     assert results["oscar"]["score"] == 0
+    # every test is there (an empty list would pass the line below) and failed, saying why
+    assert [t["name"] for t in results["oscar"]["tests"]] == [t["name"] for t in results["peggy"]["tests"]]
     assert all(t["status"] == "failed" and "not graded: the process running it was killed" in t["output"]
                for t in results["oscar"]["tests"]), results["oscar"]["tests"][0]
     assert results["peggy"]["score"] == results["peggy"]["tests"][0]["max_score"] * len(results["peggy"]["tests"])
