@@ -6,7 +6,6 @@ epsilon inside the log, callable objects, forward-only modules), each registered
 with the thinnest wrapper CONTRACT allows. Every correct one passes every check
 that applies, over 20 seeds in float64 and float32; each has a broken twin (a
 subclass overriding only the buggy method) that fails with the right words."""
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -16,19 +15,6 @@ from gradlab.contract import suite
 
 STYLES = Path(__file__).parent / "zoo" / "styles"
 GRADIENT_BASED = {"gradient", "backward", "repeated_ids", "overfit"}
-
-# Sound idioms that gradlab's tolerance policy (issue 9 item 3, another branch) must accept: a float32
-# library whose float64 output is compared at float64's tolerance, and log(p + 1e-10). Until that policy
-# (gradlab/numerics/tolerance.py) is in, they fail `reference` in float64: a strict xfail, which turns into
-# an ordinary test, that must pass, once it is in (this block can then go).
-POLICY_LANDED = importlib.util.find_spec("gradlab.numerics.tolerance") is not None
-TOLERANCE_PENDING = {
-    ("style_log_eps_loss.py", "cross_entropy"): "log(p + 1e-10): reference/gradient compare at 1e-9 "
-                                                "(the tolerance policy of issue 9 item 3 fixes it)",
-    ("style_grads_by_name.py", "layernorm"): "float32 parameters with a float64 input: the output is float64, "
-                                             "judged at float64's 1e-9 though the weights were rounded to float32 "
-                                             "(the tolerance policy of issue 9 item 3 fixes it)",
-}
 
 CORRECT = [
     ("style_property_dicts.py", "layernorm"),
@@ -75,12 +61,7 @@ def _ids(rows):
     return [f"{r[0][6:-3]}-{r[1]}" + (f"-{r[2]}" if len(r) > 3 else "") for r in rows]
 
 
-def _pending(rows):
-    return [pytest.param(*r, marks=pytest.mark.xfail(not POLICY_LANDED, strict=True, reason=TOLERANCE_PENDING[r[:2]]))
-            if r[:2] in TOLERANCE_PENDING else r for r in rows]
-
-
-@pytest.mark.parametrize("name, kind", _pending(CORRECT), ids=_ids(CORRECT))
+@pytest.mark.parametrize("name, kind", CORRECT, ids=_ids(CORRECT))
 def test_correct_style_passes_every_check(name, kind):
     result = gradlab.check(kind, impl=_path(name), seed=0)
     bad = [(c.name, c.status, c.message) for c in result.checks if c.status in ("fail", "error")]
@@ -100,7 +81,7 @@ def _cheap_checks(kind):
     return [c.name for c in suite.applicable(gradlab.KINDS[kind]) if c.name != "overfit"]
 
 
-@pytest.mark.parametrize("name, kind", _pending(CORRECT), ids=_ids(CORRECT))
+@pytest.mark.parametrize("name, kind", CORRECT, ids=_ids(CORRECT))
 def test_no_false_alarm_over_20_seeds_in_both_dtypes(name, kind):
     """Measured: about 5 s of CPU for the whole table (14 modules x 40 runs, overfit left out)."""
     alarms = []
