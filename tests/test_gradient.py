@@ -6,7 +6,7 @@ import pytest
 
 import gradlab
 from gradlab.checks import gradient as gradient_check
-from gradlab.contract.errors import CannotJudge, CheckFailure
+from gradlab.contract.errors import CannotJudge
 from gradlab.contract.kinds import DIFFERENTIABLE, KINDS, get_kind
 from gradlab.execution.loader import load, reference
 from gradlab.execution.runner import config_for, rng_for

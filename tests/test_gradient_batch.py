@@ -178,7 +178,7 @@ def test_a_forward_that_raises_mid_batch_says_so_in_the_same_words(tmp_path, whe
     path = _student(tmp_path, "flaky", FLAKY.format(when=when, what='raise RuntimeError(f"call {self.calls}")'))
     here, there = _gradient_message(path, False), _gradient_message(path, True)
     assert here == there
-    assert here[0] == "error" and f"forward raised RuntimeError at flaky.py:" in here[1] and f"call {when}" in here[1]
+    assert here[0] == "error" and "forward raised RuntimeError at flaky.py:" in here[1] and f"call {when}" in here[1]
 
 
 def test_a_forward_that_exits_mid_batch_says_so_as_a_single_call_does(tmp_path):
