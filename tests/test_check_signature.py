@@ -43,8 +43,9 @@ def test_a_missing_ignore_index_is_one_failure(run, fn):
 def test_kwargs_accept_it_and_the_padded_checks_run(run):
     result = run("cross_entropy", ce_kwargs, ["signature", "reference"])
     assert result["signature"].status == "pass"
-    reference = result["reference"]                             # it ignores ignore_index: caught there
-    assert reference.status in ("fail", "error") and "ignore_index" in reference.message, reference.message
+    reference = result["reference"]       # it ignores ignore_index: indexing with the padding id raises there
+    assert reference.status == "error", reference.message
+    assert "with ignore_index=-100" in reference.message and "raised IndexError" in reference.message
 
 
 def test_a_callable_without_a_signature_is_skipped_not_passed():
