@@ -152,11 +152,14 @@ def test_gradient_card_states_one_tolerance():
     assert record.status == FAIL
     stated = re.findall(r"tolerance ([0-9.e+-]+)", record.message)
     assert stated == [f"{record.metrics['tolerance']:.1e}"], (stated, record.metrics["tolerance"])
-    for view in record.details["views"]:
-        if view["type"] == "table" and view["title"].startswith("worst elements"):
-            assert all("tolerance" not in row for row in view["rows"])
-        if view["type"] == "heatmap":
-            assert view["tolerance"] > 0      # drawn against the tolerance: roundoff shows as equal
+    views = record.details["views"]
+    worst = [v for v in views if v["type"] == "table" and v["title"].startswith("worst elements")]
+    maps = [v for v in views if v["type"] == "heatmap"]
+    assert worst and maps, [(v["type"], v.get("title")) for v in views]     # else the lines below check nothing
+    for view in worst:
+        assert view["rows"] and all("tolerance" not in row for row in view["rows"])
+    for view in maps:
+        assert view["tolerance"] > 0      # drawn against the tolerance: roundoff shows as equal
 
 
 def _red_pixels(png):
