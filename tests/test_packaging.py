@@ -22,3 +22,4 @@ def test_every_package_of_the_source_tree_is_installed():
                 rel = os.path.relpath(here, os.path.join(ROOT, folder))
                 on_disk.add(package if rel == "." else f"{package}.{rel.replace(os.sep, '.')}")
     assert on_disk - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
+    assert listed - on_disk == set(), "no such package on disk"    # and the walk found them: not vacuous
