@@ -70,6 +70,14 @@ def typical_index(a):
     return tuple(int(i) for i in np.unravel_index(k, a.shape))
 
 
+def planted_at(record, a):
+    """The element the planted bug scales: chosen once, from the first gradient seen (later calls
+    reuse it without sorting their gradient again)."""
+    if "index" not in record:
+        record["index"] = typical_index(a)
+    return record["index"]
+
+
 def instrumented(kind, tensor=None, r=0.0, record=None):
     """A build(cfg) (or function) around gradlab's reference that counts calls and,
     if `tensor` is given, multiplies one typical element of its gradient by (1 + r)."""
@@ -82,7 +90,7 @@ def instrumented(kind, tensor=None, r=0.0, record=None):
             Counter.forwards += 1
             loss, grad = target(logits, targets, ignore_index=ignore_index)
             if tensor is not None:
-                index = record.setdefault("index", typical_index(grad))   # the same element in every call
+                index = planted_at(record, grad)        # the same element in every call
                 if index is not None:
                     grad[index] *= 1 + r
             return loss, grad
@@ -102,14 +110,13 @@ def instrumented(kind, tensor=None, r=0.0, record=None):
             # the element is chosen once, at the first backward of the check: the planted bug is in the code,
             # so every instance (a float32 module's float64 copy too) has it at the same element
             if tensor == "x":
-                record.setdefault("index", typical_index(dx))
-                dx[record["index"]] *= 1 + r
+                dx[planted_at(record, dx)] *= 1 + r
             elif tensor is not None:
                 slot = next(s for s in find_slots(module) if s.name == tensor)
                 grad = slot.grad()
-                record.setdefault("index", typical_index(grad))
-                if record["index"] is not None:
-                    grad[record["index"]] *= 1 + r
+                index = planted_at(record, grad)
+                if index is not None:
+                    grad[index] *= 1 + r
             return dx
         module.forward, module.backward = counted_forward, counted_backward
         return module
