@@ -11,12 +11,11 @@ from gradlab.frontends.cli import main
 
 pytest_plugins = ["pytester"]
 
-ZOO = pathlib.Path(__file__).parent / "zoo"
 EXAMPLES = pathlib.Path(__file__).parent.parent / "examples"
 
 
-def test_a_repeated_impl_is_a_usage_error(capsys, tmp_path):
-    a, b = EXAMPLES / "student_modules.py", ZOO / "grad_bad_layernorm_no_gamma.py"
+def test_a_repeated_impl_is_a_usage_error(zoo, capsys, tmp_path):
+    a, b = EXAMPLES / "student_modules.py", zoo("grad_bad_layernorm_no_gamma.py")
     code = main(["check", "layernorm", "--impl", str(a), "--impl", str(b), "--seed", "0"])
     err = capsys.readouterr().err
     assert code == 2 and "--impl is given 2 times" in err and "gradlab grade" in err
@@ -33,9 +32,9 @@ def test_kind_takes_a_comma_list(capsys, tmp_path):
     assert "unknown kind 'layernrom'" in capsys.readouterr().err
 
 
-def test_several_impls_one_broken_the_others_still_run(pytester):
+def test_several_impls_one_broken_the_others_still_run(zoo, pytester):
     pytester.makepyfile(broken='import gradlab\n@gradlab.register("layernorm")\ndef build(cfg):\n    return 1 +\n')
-    (pytester.path / "bob.py").write_text((ZOO / "grad_bad_layernorm_no_gamma.py").read_text())
+    (pytester.path / "bob.py").write_text(pathlib.Path(zoo("grad_bad_layernorm_no_gamma.py")).read_text())
     (pytester.path / "ada.py").write_text((EXAMPLES / "student_modules.py").read_text())
     result = pytester.runpytest("-p", "no:xdist", "--gradlab-impl", "broken.py", "--gradlab-impl", "bob.py",
                                 "--gradlab-impl", "ada.py", "--gradlab-kind", "layernorm", "--gradlab-seed", "1", "--gradlab-report", "r.html", "-v")
