@@ -40,17 +40,24 @@ def run():
 
 
 @pytest.fixture
-def first_failure():
+def all_pass():
+    """all_pass(result, *context): every check ran and passed. result.passed is not enough for a
+    correct module: it counts a skipped check, one that judged nothing, as ok."""
+    def check(result, *context):
+        assert result.checks and all(c.status == "pass" for c in result.checks), \
+            (*context, [(c.name, c.status, c.message) for c in result.checks if c.status != "pass"])
+    return check
+
+
+@pytest.fixture
+def first_failure(all_pass):
     """first_failure(name, result, first, words): a red-team table row's assertion. first=None: the
-    module is correct and passes every check (a skipped one did not judge it: result.passed would let
-    it through); else the first failing (or erroring) check is `first` and its message holds every
-    one of `words`."""
+    module is correct and passes every check (all_pass); else the first failing (or erroring) check
+    is `first` and its message holds every one of `words`."""
     def check(name, result, first, words):
         bad = [c for c in result.checks if c.status in ("fail", "error")]
         if first is None:
-            assert result.passed, [(c.name, c.message) for c in bad]
-            assert result.checks and all(c.status == "pass" for c in result.checks), \
-                [(c.name, c.status, c.message) for c in result.checks if c.status != "pass"]
+            all_pass(result, name)
             return
         assert not result.passed and bad, f"{name}: a broken module passed every check"
         assert bad[0].name == first, (bad[0].name, bad[0].message)
