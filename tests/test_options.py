@@ -175,7 +175,7 @@ def test_every_cfg_field_has_a_rule_with_a_reason():
     assert names == set(options.FIELDS)
     for name, rule in options.FIELDS.items():
         assert rule.why and rule.example is not None, name
-        assert rule.check(name, rule.example, "") is not None       # the example given is itself valid
+        assert rule.check(name, rule.example, "") == rule.example   # the example given is itself valid
 
 
 @pytest.mark.parametrize("value, words", [
