@@ -6,9 +6,10 @@ How (gradlab.numerics.engine does the arithmetic):
 1. The analytical gradients are captured first, from one forward and backward.
 2. One random direction d over all tensors at once: <analytical, d> against the
    derivative of f along d, with a tolerance from the measured numerical error.
-   A pass costs 5 forwards beyond the analytical pass. Through a worker process the
-   calls go in batches (forward and its repeat; backward and what is read after it;
-   the four points of a directional check): 4 requests in all, f computed here.
+   A pass costs 4 forwards beyond the analytical pass. Forward's repeatability (the
+   precondition of finite differences) is verified, with one more forward, only when
+   the verdict would be anything but a clean pass: a forward that is not repeatable
+   cannot pass this comparison, and the message then names that cause.
 3. Only when that fails: one direction per tensor, to name the wrong ones; then,
    for the worst MAX_LOCALISED of them, the offending elements: the full
    per-element map when the tensor has at most FULL_MAP_MAX_ELEMENTS entries
@@ -134,7 +135,7 @@ class ModuleSetup:
         self.slots = subject.slots(self.module)
         self.calls = 0
         self.verified = False
-        self.repeated = False   # forward's repeatability verified (once per check)
+        self.first = None       # (inputs, output) of the first forward, until its repeatability is verified
         if self.slots:
             randomize_params(self.slots, FastNormals(rng, sum(sl.value.size for sl in self.slots)))
         else:
@@ -142,6 +143,7 @@ class ModuleSetup:
 
     def _fresh(self, rng):
         self.module, self.slots = self.subject.fresh(rng)
+        self.first = None    # a new module, new parameters: its own first output
         self.calls += 2      # fresh() runs one forward and one backward
         self.verified = True
 
@@ -151,13 +153,9 @@ class ModuleSetup:
         # The student gets copies on every forward call: the inputs are reused afterwards (the point the
         # numerics perturb, the diagnosis' context), and a forward that edits x in place would otherwise move
         # that point between calls; input_mutation names the in-place edit.
-        if not self.repeated:     # the precondition of finite differences: f is a function of its input
-            out, again = s.forwards(self.module, [(copies(inputs), ()), (copies(inputs), ())])
-            require_repeatable("forward", out, again, "the gradient")
-            self.repeated = True
-            self.calls += 1
-        else:
-            out = s.forward(self.module, *copies(inputs))
+        out = s.forward(self.module, *copies(inputs))
+        if self.first is None:    # kept to verify repeatability once, when the verdict is anything but a clean pass
+            self.first = (inputs, out.copy())      # (the student's own array, maybe: its backward may edit it)
         g = FastNormals(rng).standard_normal(out.shape).astype(out.dtype)   # the g backward sees...
         g64 = g.astype(np.float64)                               # ...is exactly the g in f
         # the precision the module computes in: its lowest among output, input and parameters
@@ -242,6 +240,20 @@ class ModuleSetup:
         if self.twin is None and num_inputs is inputs:
             problem.f0 = float(np.sum(terms))    # exactly what f() computes at the unperturbed point
         return problem
+
+    def require_repeatable(self):
+        """The precondition of finite differences: f is a function of its input (CannotJudge otherwise).
+        Verified once per check, lazily: forward again at the first problem's input, against that first
+        output. A forward that is not repeatable (dropout left on, a call counter) makes the joint directional
+        check fail or look unsmooth, and judge() calls this before any verdict other than a clean pass, so the
+        message names the cause; a clean pass saves the forward."""
+        if self.first is None or self.first is True:
+            return
+        inputs, out = self.first
+        self.first = True
+        self.calls += 1
+        again = self.subject.forward(self.module, *copies(inputs))
+        require_repeatable("forward", out, again, "the gradient")
 
     def _twin_rounding(self, analytical, g64, input_names):
         """name -> the student's analytical rounding, measured (tolerance.twin_rounding) against the float64
@@ -353,6 +365,9 @@ class LossSetup:
         self.note = None
         self.calls = 0
         self.repeated = False
+
+    def require_repeatable(self):
+        """Verified eagerly in problem() (a loss call is cheap)."""
 
     def problem(self, rng):
         s, cfg = self.subject, self.subject.cfg
@@ -585,12 +600,15 @@ def judge(subject, setup, rng):
                 dirs = sharp
         else:
             joint = engine.directional(dirs)
+        half = problem.eps_analytical >= EPS["float16"]
+        if half or not joint.ok or joint.kinky or joint.unstable or joint.magnitude == 0 \
+                or joint.relative_tolerance > NOISE_CANNOT_JUDGE:
+            setup.require_repeatable()     # anything but a clean pass: is f a function of its input at all?
         if (joint.kinky or joint.unstable) and resamples < MAX_RESAMPLES:
             kink_at.append(f"slope jump {joint.kink:.3g}")
             resamples += 1
             calls += engine.calls
             continue
-        half = problem.eps_analytical >= EPS["float16"]
         passed = joint.ok
         if passed and half:
             # float16: the joint direction dilutes one tensor's error among the others' float16 rounding (a 3x
