@@ -131,7 +131,7 @@ class ModuleSetup:
         # Parameters in params dicts or parameters() are visible right after build: randomise
         # them at once and save fresh()'s probing forward and backward. Attribute pairs (w, dw)
         # only show after a backward; problem() verifies the list and falls back to fresh().
-        self.module = subject.build()
+        self.module = subject.build(rehearse=("gradient", rng))
         self.slots = subject.slots(self.module)
         self.calls = 0
         self.verified = False
@@ -289,7 +289,7 @@ class ModuleSetup:
         is, from d and s, with the same function (engine.point_value), and held for that forward only. f is
         computed here, from the outputs. None in gradlab's own process: the engine's loop does the same
         there, one point at a time."""
-        if not subject.remote:
+        if not subject.batched:
             return None
 
         def evaluate(dirs, steps):

@@ -12,7 +12,7 @@ import pytest
 import gradlab
 from gradlab.contract import suite
 from gradlab.contract.kinds import get_kind
-from gradlab.execution import loader, worker
+from gradlab.execution import loader, rehearsal, worker
 from gradlab.execution.limits import Limits
 from gradlab.execution.protocol import Encoder
 from gradlab.execution.runner import config_for, run_one
@@ -99,15 +99,22 @@ def test_a_worker_gives_the_records_of_gradlabs_own_process(zoo, name, kind, dty
         there.close()
 
 
-def test_the_gradient_check_on_the_attention_makes_four_requests(worker_impl):
+def test_the_gradient_check_on_the_attention_makes_four_requests_or_one_rehearsed(worker_impl, monkeypatch):
     subject = _subject(worker_impl, **BIG)
     check = suite.resolve(["gradient"])[0]
     assert run_one(check, subject, 0).status == "pass"
-    before = worker_impl.session.requests
-    record = run_one(check, subject, 0)
-    # build; forward and its repeat; backward with the parameters, gradients and attention weights read
-    # ahead; the four points of the directional check
-    assert record.status == "pass" and worker_impl.session.requests - before == 4
+    counts, records = [], []
+    for enabled in (False, True):
+        monkeypatch.setattr(rehearsal, "ENABLED", enabled)
+        before = worker_impl.session.requests
+        records.append(run_one(check, subject, 0))
+        counts.append(worker_impl.session.requests - before)
+    # sent one by one: build; forward; backward with the parameters, gradients and attention weights read
+    # ahead; the four points of the directional check. Rehearsed: the build, whose reply is followed by the
+    # rehearsal's answers to the other three
+    assert counts == [4, 1]
+    assert [r.status for r in records] == ["pass", "pass"] and records[0].message == records[1].message
+    assert records[0].metrics == records[1].metrics
 
 
 # ---- Subject.forwards: parameters held for one call, then restored exactly ------------------------

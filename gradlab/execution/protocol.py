@@ -88,6 +88,7 @@ class Channel:
         self.rfd, self.wfd = read_fd, write_fd
         self.blocking = blocking
         self.deadline = None         # time.monotonic() by which the current exchange must be done (parent)
+        self.extend = None           # () -> a later deadline, or None: asked when the deadline passes (parent)
         self._extra = b""
         if not blocking:
             os.set_blocking(read_fd, False)
@@ -210,7 +211,10 @@ class Channel:
             if events:
                 return
             if deadline is not None and time.monotonic() >= deadline:
-                raise ChannelTimeout()
+                later = self.extend() if self.extend is not None else None
+                if later is None:
+                    raise ChannelTimeout()
+                deadline = self.deadline = later
 
 
 # ---- values -----------------------------------------------------------------------

@@ -38,6 +38,8 @@ from gradlab.contract.errors import StudentError, UsageError
 from gradlab.contract.registry import Registration
 from gradlab.execution import limits as limits_mod
 from gradlab.execution import zygote
+from gradlab.execution import rehearsal
+from gradlab.execution.rehearsal import Recorded, ahead_signature, progress_of, signature
 from gradlab.execution.protocol import (Channel, ChannelClosed, ChannelTimeout, Decoder, Encoder, ProtocolError,
                                         changed, snapshot, widen_pipe)
 
@@ -274,6 +276,18 @@ def backward_reading_ahead(module, grad_out, slots=(), kept=False):
     return value
 
 
+def build_rehearsing(fn, cfg, kind, check, rng):
+    """fn(cfg), a factory in the worker, with the check's first pass rehearsed there in the same request
+    (execution/rehearsal.py): what the check asks next is then answered from the rehearsal when it asks
+    exactly what was rehearsed. rng: the check's generator, as it is now (not moved here)."""
+    if not isinstance(fn, RemoteFunction) or fn._session.trace_memory is not None or not rehearsal.ENABLED:
+        return fn(cfg)
+    session = fn._session
+    handle = session.registration_handle(fn._kind, fn._role)
+    script = {"check": check, "kind": kind, "rng": rng.bit_generator.state, "err": _np_err()}
+    return session.call(fn._what, handle, None, (cfg,), {}, script=script)
+
+
 def explain_slots(module):
     """What discovery looked at in a RemoteObject, in words (discovery.explain, run in the worker)."""
     session, generation, handle, _ = object.__getattribute__(module, "_r")
@@ -334,6 +348,7 @@ class Session:
         self.kept_ahead = (-1, None)  # (requests then, (object handle, its attention weights)): see calls
         self._err_sent = None        # (generation, np.geterr()) last sent to that worker
         self._decoding = (None, None)  # (reply, its Decoder)
+        self._recorded = None        # a rehearsal's entries not used yet (rehearsal.Recorded): see rehearsed()
         self.files = ()
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -622,7 +637,8 @@ class Session:
         worker can fail becomes `error` (StudentError) saying what happened.
         spare: seconds added to the time limit of a request that makes several calls
         (see repeat); the last call it starts still has the whole limit. calls: how many
-        calls the request makes (a batch, see calls): each has the whole limit."""
+        calls the request makes (a batch, see calls): each has the whole limit.
+        header None: send nothing, wait for the next message of a rehearsal (rehearsed())."""
         seconds = self._seconds(calls)
         wall_bound = self.wall_deadline is not None and (not self.limits.timeout or seconds < self.limits.timeout)
         deadline = None if seconds is None else time.monotonic() + seconds
@@ -630,10 +646,18 @@ class Session:
             deadline += spare
             if self.wall_deadline is not None:
                 deadline = min(deadline, self.wall_deadline)
+        if header is None:
+            progress = self._recorded.progress
+        else:
+            progress = header["script"]["progress"] if "script" in header else None
+        if progress is not None and deadline is not None and not wall_bound:
+            self.chan.extend = lambda: self._call_deadline(progress)     # each rehearsed call has the limit
         try:
-            self.chan.send(header, buffers, deadline)
+            if header is not None:
+                self.chan.send(header, buffers, deadline)
             reply, self._payload = self.chan.recv(deadline)
         except ChannelTimeout:
+            what = self._progress_what(progress, what)
             where = self._ask_where()
             self._kill()
             at = f", last seen at {where}" if where else ""
@@ -644,6 +668,7 @@ class Session:
             self.dead, message = _overtime(what, seconds, at)
             raise error(message) from None
         except ChannelClosed:
+            what = self._progress_what(progress, what)
             code = self._kill()
             where = self._last_seen()
             self.dead = f"{what} {limits_mod.describe_end(code, self.limits.output_mb)}"
@@ -655,6 +680,8 @@ class Session:
             self.dead = f"{what} was interrupted"
             raise
         finally:
+            if self.chan is not None:
+                self.chan.extend = None
             self._drain_output()
         if "internal" in reply:
             # gradlab's own code in the worker failed: there, next to the student's code, most
@@ -673,7 +700,25 @@ class Session:
             raise error(self.dead) from None
         return reply
 
+    def _call_deadline(self, progress):
+        """When a rehearsal's current call must end (time.monotonic()): the time limit from its start, as
+        a request of its own would have it; None when that has passed (or nothing says when it started)."""
+        seen = progress_of(progress)
+        if seen is None:
+            return None
+        later = seen[1] + self.limits.timeout
+        if self.wall_deadline is not None:
+            later = min(later, self.wall_deadline)
+        return later if later > time.monotonic() else None
+
+    @staticmethod
+    def _progress_what(progress, what):
+        """The call a rehearsal was in (its progress file), else `what`: the request's own words."""
+        seen = progress_of(progress) if progress is not None else None
+        return seen[2] if seen is not None and seen[2] else what
+
     def _kill(self):
+        self._recorded = None
         proc, self.proc = self.proc, None
         if proc is None:
             return None
@@ -727,6 +772,8 @@ class Session:
             pass
 
     def request(self, header, buffers, what, spare=0.0, calls=1):
+        if self._recorded is not None:       # a rehearsal still sending: read it to its end first
+            self._drain(what)
         self._ensure(what)
         if self.proc is None:
             raise StudentError(f"cannot judge: {self.dead}")
@@ -751,24 +798,41 @@ class Session:
             raise self._failed(what, info)
         return reply
 
-    def call(self, what, handle, method, args, kwargs):
+    def call(self, what, handle, method, args, kwargs, script=None):
+        """One call in the worker. script: a check's first pass to rehearse with this build (see
+        build_rehearsing)."""
         self._rngs = []
-        enc = Encoder(self._array_tag, self._object_tag)
-        args_node = [enc.encode(a) for a in args]
-        kwargs_node = enc.encode(dict(kwargs))
-        header = {"op": "call", "target": handle, "method": method, "args": args_node, "err": _np_err()}
-        if kwargs_node != _NO_KWARGS:
-            header["kwargs"] = kwargs_node
-        if self.trace_memory is not None:
-            header["trace"] = True
-        reply = self.request(header, enc.buffers, what)
+        reply = self.rehearsed(what, "call", [(handle, method, args, kwargs, ())]) \
+            if self._recorded is not None else None
+        if reply is not None:
+            if "raised" in reply:
+                if not isinstance(reply["raised"], dict):
+                    raise self._refused(what)
+                raise self._failed(what, reply["raised"])
+        else:
+            enc = Encoder(self._array_tag, self._object_tag)
+            args_node = [enc.encode(a) for a in args]
+            kwargs_node = enc.encode(dict(kwargs))
+            header = {"op": "call", "target": handle, "method": method, "args": args_node, "err": _np_err()}
+            if kwargs_node != _NO_KWARGS:
+                header["kwargs"] = kwargs_node
+            if self.trace_memory is not None:
+                header["trace"] = True
+            if script is not None:
+                header["script"] = dict(script, progress=os.path.join(self.tmp, "progress.txt"))
+            reply = self.request(header, enc.buffers, what)
         self._warn(reply)
         if self.trace_memory is not None and type(reply.get("peak")) is int:
             self.trace_memory["peak"] = max(self.trace_memory["peak"], reply["peak"])
         try:
+            if script is not None and reply.get("script") == {"stream": True}:   # the rehearsal's messages follow
+                self._recorded = Recorded(self.requests, header["script"]["progress"])
             value = self._decode(reply, reply.get("value"))
             if isinstance(value, RemoteObject) and type(reply.get("slots")) is list:
-                object.__setattr__(value, "_slots", (self.requests, self._slot_list(reply, reply["slots"])))
+                found = self._slot_list(reply, reply["slots"])
+                object.__setattr__(value, "_slots", (self.requests, found))
+                if self._recorded is not None:
+                    self._recorded.slots(found)
             self._rebind(reply, args, kwargs)
             self._advance(reply)
         except ProtocolError as e:
@@ -784,6 +848,30 @@ class Session:
         of the first call that raised, if one did (the calls after it did not run). A batch of n calls
         has n times the time limit of one. ahead: {"slots": h, "grads": [h], "kept": h} read right
         after the last call (the worker's read_ahead), kept for `module` and `slots` below."""
+        reply, rngs = None, [[] for _ in steps]
+        if self._recorded is not None:
+            positions = [self._recorded.index.get(id(slot.value)) for slot in slots]
+            reply = self.rehearsed(what, "calls", steps,
+                                   None if ahead is None else ahead_signature(ahead, positions))
+        if reply is None:
+            header, buffers, rngs = self._calls_request(steps, ahead)
+            reply = self.request(header, buffers, what, calls=max(1, len(steps)))
+        done, failed = reply.get("value"), reply.get("failed")
+        if type(done) is not list or len(done) > len(steps) or (failed is None) != (len(done) == len(steps)) \
+                or not (failed is None or isinstance(failed, dict)):
+            raise self._refused(what)
+        try:
+            values = self._values_of(what, steps, done, rngs, reply)
+            if failed is None and isinstance(reply.get("ahead"), dict):
+                self._keep_ahead(reply, reply["ahead"], module, slots)
+        except ProtocolError as e:        # as call() says it: the worker is ended, not the student blamed
+            raise self._malformed(what, e) from None
+        if failed is not None:
+            values.append(self._failed(what, failed))
+        return values
+
+    def _calls_request(self, steps, ahead):
+        """(header, buffers, the random generators each call was given) of a "calls" request."""
         enc = self._encoder()
         plain = Encoder()             # arguments by value: what the calls do to them is not sent back
         plain.buffers = enc.buffers
@@ -807,20 +895,7 @@ class Session:
         header = {"op": "calls", "calls": nodes}
         if ahead is not None:
             header["ahead"] = ahead
-        reply = self.request(header, enc.buffers, what, calls=max(1, len(steps)))
-        done, failed = reply.get("value"), reply.get("failed")
-        if type(done) is not list or len(done) > len(steps) or (failed is None) != (len(done) == len(steps)) \
-                or not (failed is None or isinstance(failed, dict)):
-            raise self._refused(what)
-        try:
-            values = self._values_of(what, steps, done, rngs, reply)
-            if failed is None and isinstance(reply.get("ahead"), dict):
-                self._keep_ahead(reply, reply["ahead"], module, slots)
-        except ProtocolError as e:        # as call() says it: the worker is ended, not the student blamed
-            raise self._malformed(what, e) from None
-        if failed is not None:
-            values.append(self._failed(what, failed))
-        return values
+        return header, enc.buffers, rngs
 
     def _values_of(self, what, steps, done, rngs, reply):
         """The value of each call of a batch that ran, with what it did to its arguments' dicts and
@@ -861,6 +936,40 @@ class Session:
             kept = self._decode(reply, ahead["kept"])
             arrays = [a for a in kept if isinstance(a, np.ndarray)] if isinstance(kept, list) else []
             self.kept_ahead = (self.requests, (handle, arrays))
+
+    def rehearsed(self, what, op, steps, ahead=None):
+        """The reply a rehearsal sent for this request (op "call" or "calls", steps and ahead as
+        rehearsal.signature takes them), if it rehearsed exactly this request next and nothing happened
+        since that it did not see: no other request, no mirror gradlab changed. Otherwise None: the rest
+        of the rehearsal is read and dropped (its calls ran: what they changed is mirrored), and gradlab
+        sends its requests, which the student's code meets in the same order."""
+        recorded = self._recorded
+        if recorded.stamp != self.requests or self.trace_memory is not None or changed(self.arrays, _deref):
+            self._drain(what)
+            return None
+        message = self._next_rehearsed(what)
+        if message is None or message["entry"].get("sig") != signature(op, steps, ahead, recorded.index.get,
+                                                                        _np_err()):
+            self._drain(what)
+            return None
+        return dict(message["entry"]["reply"], b=message.get("b"))
+
+    def _next_rehearsed(self, what):
+        """The rehearsal's next message (its updates applied), or None after its last. Anything else in
+        the pipe (the student's code writing into it) is a malformed reply: the worker is ended."""
+        message = self._exchange(None, (), what)
+        if message.get("end") is True:
+            self._recorded = None
+            return None
+        entry = message.get("entry")
+        if not (isinstance(entry, dict) and isinstance(entry.get("reply"), dict)):
+            raise self._malformed(what, ProtocolError("a message that is no answer of gradlab's rehearsal"))
+        return message
+
+    def _drain(self, what):
+        """Read the rest of a rehearsal (its calls ran: the arrays they changed come back)."""
+        while self._recorded is not None:
+            self._next_rehearsed(what)
 
     def handle_of(self, array):
         """The handle of one of gradlab's arrays shared with the worker (a parameter's mirror)."""

@@ -34,6 +34,8 @@ class Subject:
         self._flags = {}          # number of inputs given -> the declared values of the flags after them
         remote = _remote_module()
         self.remote = remote is not None and remote.is_remote(registration.target)   # code runs in a worker
+        self.batched = self.remote    # calls go in batches (forwards, backward reading ahead): a worker's module,
+                                      # or a rehearsal of one (execution/rehearsal.py)
 
     @property
     def cfg(self):
@@ -56,9 +58,16 @@ class Subject:
         return cfg.replace(extra={**cfg.extra, **sizes}) if sizes else cfg
 
     # ---- module kinds ------------------------------------------------------
-    def build(self):
-        """A fresh instance from the student's factory."""
-        module = self.run("build(cfg)", self.registration.target, self.cfg)
+    def build(self, rehearse=None):
+        """A fresh instance from the student's factory. rehearse: (check name, its random generator)
+        when the check's first pass may be rehearsed in the worker with the build (execution/rehearsal.py;
+        a module in gradlab's own process ignores it)."""
+        if rehearse is not None and self.remote and self.kind.form == "module" and self.cfg.dtype == "float64":
+            from gradlab.execution.remote import build_rehearsing
+            module = self.run("build(cfg)", build_rehearsing, self.registration.target, self.cfg, self.kind.name,
+                              *rehearse)
+        else:
+            module = self.run("build(cfg)", self.registration.target, self.cfg)
         if module is None:
             raise StudentError("build(cfg) returned None; it must return the module object")
         if self.kind.form == "module":
@@ -90,17 +99,24 @@ class Subject:
         numerics.engine.point_value computes it) during that call only, and its own contents, bit for
         bit, after it. The student's code sees the same calls, arguments and state either way; through
         a worker they make one request, and what forward does to its inputs is not sent back."""
-        if not self.remote:
+        if not self.batched:
             return [self._forward_holding(module, inputs, writes) for inputs, writes in calls]
-        from gradlab.execution.remote import forward_calls
-        values = self.run("forward", forward_calls, module, [(self.complete(inputs), writes)
-                                                             for inputs, writes in calls])
+        values = self.run("forward", self._forward_batch, module, [(self.complete(inputs), writes)
+                                                                   for inputs, writes in calls])
         outs = []
         for value in values:          # validated in order, as one call after the other would be
             if isinstance(value, StudentError):
                 self.run("forward", _reraise, value)      # said as the call itself would say it
             outs.append(self._forward_output(value))
         return outs
+
+    def _forward_batch(self, module, calls):
+        from gradlab.execution.remote import forward_calls
+        return forward_calls(module, calls)
+
+    def _backward_ahead(self, module, grad_out, slots, kept):
+        from gradlab.execution.remote import backward_reading_ahead
+        return backward_reading_ahead(module, grad_out, slots, kept)
 
     def _forward_holding(self, module, inputs, writes):
         saved = []
@@ -149,9 +165,8 @@ class Subject:
         if self.no_backward:
             raise CheckSkipped(self.skip_reason())
         try:
-            if self.remote and next_grads is not None:
-                from gradlab.execution.remote import backward_reading_ahead
-                got = self.run("backward", backward_reading_ahead, module, grad_out, next_grads, next_kept)
+            if self.batched and next_grads is not None:
+                got = self.run("backward", self._backward_ahead, module, grad_out, next_grads, next_kept)
             else:
                 got = self.run("backward", module.backward, grad_out)
         except StudentError as e:

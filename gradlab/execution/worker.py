@@ -58,6 +58,8 @@ class State:
         self.factories = set()   # handles of registered factories
         self.rngs = []           # generators decoded for the current call (their states go back)
         self.err = {}            # NumPy's error handling in gradlab where it calls (the last one sent)
+        self.chan = None         # the channel to gradlab (a rehearsal sends several messages for one request)
+        self.replied = False     # the current request's reply was sent already (a rehearsal's build)
 
     # ---- handles -------------------------------------------------------------------
     def new_handle(self):
@@ -182,6 +184,9 @@ class State:
                 reply = {"internal": f"unknown request {op!r}"}
         except _StudentRaised as e:
             reply = {"raised": e.info}
+        if self.replied:         # sent already, and the messages after it (rehearsal.py)
+            self.replied = False
+            return None, []
         updates = self.updates(enc)
         if updates:
             reply["updates"] = updates
@@ -198,9 +203,43 @@ class State:
     def call(self, header, dec, enc):
         self.rngs = []
         target = self.objects[header["target"]]
-        method = header.get("method")
         args = dec.decode(header.get("args", []))
         kwargs = dec.decode(header["kwargs"]) if "kwargs" in header else {}
+        reply, value = self.invoke(header, target, header.get("method"), args, kwargs, enc)
+        node = reply["value"]
+        if header["target"] in self.factories and isinstance(node, dict) and "r" in node:
+            with self.student(header):
+                self.build_ids[node["r"]] = _arrays_at_build(value)
+            if isinstance(header.get("script"), dict) and self.chan is not None:
+                reply["script"] = {"stream": True}    # the first pass of a check, rehearsed (rehearsal.py)
+                _rehearse(self, header, node["r"], value, lambda: self.send_build(header, node["r"], reply, enc))
+                self.replied = True
+                return reply
+            try:      # what slots() would find right now: saves gradlab a request after most builds
+                reply["slots"] = self.describe_slots(node["r"], header, enc)
+            except _StudentRaised:
+                pass
+        return reply
+
+    def send_build(self, header, h, reply, enc):
+        """A rehearsed build's reply, sent when the rehearsal is about to call the module (its parameters
+        as the check set them: gradlab's own setting writes the same bits), before the rehearsal's entries."""
+        try:
+            reply["slots"] = self.describe_slots(h, header, enc, resend=True)
+        except _StudentRaised:
+            pass
+        self.send(reply, enc)
+
+    def send(self, message, enc):
+        """One message to gradlab, with the shared arrays changed since the last one (as a reply has them)."""
+        updates = self.updates(enc)
+        if updates:
+            message["updates"] = updates
+        self.chan.send(message, enc.buffers)
+
+    def invoke(self, header, target, method, args, kwargs, enc):
+        """target(*args, **kwargs), or target.method(...), as `call` runs it for a request -> (its reply,
+        the value itself). A rehearsal (rehearsal.py) calls this with arguments of its own."""
         containers = _containers(args, kwargs)
         fn = target if method is None else None
         trace = header.get("trace") is True
@@ -219,20 +258,13 @@ class State:
                                  if isinstance(w.message, Warning)]
         if peak is not None:
             reply["peak"] = peak
-        if header["target"] in self.factories and isinstance(node, dict) and "r" in node:
-            with self.student(header):
-                self.build_ids[node["r"]] = _arrays_at_build(value)
-            try:      # what slots() would find right now: saves gradlab a request after most builds
-                reply["slots"] = self.describe_slots(node["r"], header, enc)
-            except _StudentRaised:
-                pass
         if containers:
             rebound = self.rebound(containers, enc)
             if rebound:
                 reply["rebound"] = rebound
         if self.rngs:
             reply["rngs"] = [rng.bit_generator.state for rng in self.rngs]
-        return reply
+        return reply, value
 
     def repeat(self, header, enc):
         """Calls a function or a method with no arguments up to header["n"] times in a row, as
@@ -282,43 +314,31 @@ class State:
         by_value = self.encoder(by_value=True)
         by_value.buffers = enc.buffers
         for i, step in enumerate(header.get("calls", [])):
-            saved = []
+            writes = [(self.arrays[h][0], dec.array_view(node), *step_size)
+                      for h, node, *step_size in step.get("writes", ())]
             try:
-                for h, node, *step_size in step.get("writes", ()):
-                    array, value = self.arrays[h][0], dec.array_view(node)
-                    before = array.copy()
-                    if step_size:         # the point original + s * d, computed as gradlab computes it
-                        if type(step_size[0]) is not float or value.dtype != np.float64:
-                            raise ValueError("a bad point")
-                        value = _point_value(value, step_size[0], before.astype(np.float64, copy=False),
-                                             array.dtype)
-                    if value.shape != array.shape or value.dtype != array.dtype:
-                        raise ValueError("contents that do not fit their array")
-                    saved.append((array, before))
-                    array[...] = value
-                done.append(self.call(step, dec, by_value))
+                with holding(writes):
+                    done.append(self.call(step, dec, by_value))
             except _StudentRaised as e:
                 e.info["index"] = i
                 return {"value": done, "failed": e.info}
-            finally:
-                for array, before in reversed(saved):
-                    array[...] = before
         reply = {"value": done}
         if isinstance(header.get("ahead"), dict):
             reply["ahead"] = self.read_ahead(header["ahead"], header, enc)
         return reply
 
-    def read_ahead(self, ahead, header, enc):
+    def read_ahead(self, ahead, header, enc, slots=None, refs_only=False):
         """Read now what gradlab reads next with nothing run in between: the parameters of the
-        object ahead["slots"], the gradients of the slots ahead["grads"], the attention weights
-        the object ahead["kept"] keeps, in that order. Reading stops quietly at the first read
-        that raises: gradlab then asks for that one itself, and sees the error there."""
+        object ahead["slots"], the gradients of the slots ahead["grads"] (or of `slots`, slot objects
+        of a rehearsal), the attention weights the object ahead["kept"] keeps, in that order. Reading
+        stops quietly at the first read that raises: gradlab then asks for that one itself, and sees
+        the error there. refs_only: the parameters by handle alone (a rehearsal's build reply sends them)."""
         out = {}
         try:
             if "slots" in ahead:
-                out["slots"] = self.describe_slots(ahead["slots"], header, enc)
-            if "grads" in ahead:
-                out["grads"] = self.grads({"slots": ahead["grads"], "asked": 0}, enc)["value"]
+                out["slots"] = self.describe_slots(ahead["slots"], header, enc, refs_only=refs_only)
+            if "grads" in ahead or slots is not None:
+                out["grads"] = self.grads({"slots": ahead.get("grads", ()), "asked": 0}, enc, slots)["value"]
             if "kept" in ahead:
                 out["kept"] = self.kept(ahead["kept"], header, enc)
         except _StudentRaised:
@@ -363,7 +383,10 @@ class State:
         with self.student(header):
             return {"value": str(_explain(self.objects[h], self.build_ids.get(h)))[:2000]}
 
-    def describe_slots(self, h, header, enc, forward_only=False):
+    def describe_slots(self, h, header, enc, forward_only=False, resend=False, refs_only=False):
+        """The parameters of object h, found now, each shared: its contents sent when newly shared, or when
+        `resend`, never when `refs_only` (a rehearsal's read-ahead shares them, the build's reply holds them
+        whole, and gradlab reads that reply first)."""
         target = self.objects[h]
         with self.student(header):
             found = _find_slots(target, self.build_ids.get(h), forward_only)
@@ -378,21 +401,20 @@ class State:
                 raise _StudentRaised({"type": "TypeError", "detail": f"parameter {slot.name!r} has dtype "
                                       f"{value.dtype}; parameters must be numeric arrays", "where": None})
             ah, new = self.share(value)
-            node = enc.array(value, ah) if new else {"x": ah}
+            node = enc.array(value, ah) if (new or resend) and not refs_only else {"x": ah}
             out.append({"name": slot.name, "slot": self.keep(slot), "value": node,
                         "grad": slot.describe_grad(), "readonly": not value.flags.writeable, "masked": masked})
         return out
 
-    def grads(self, header, enc):
-        """The gradients of header["slots"], in order. Only the first header["asked"] were
-        asked for; the others are read ahead (gradlab reads a module's parameters one after
-        another): reading stops quietly at the first of those that raises, which gradlab
+    def grads(self, header, enc, slots=None):
+        """The gradients of header["slots"] (or of `slots`, slot objects), in order. Only the first
+        header["asked"] were asked for; the others are read ahead (gradlab reads a module's parameters
+        one after another): reading stops quietly at the first of those that raises, which gradlab
         then asks for by itself."""
         out = []
         asked = header.get("asked")
         asked = asked if type(asked) is int else len(header["slots"])
-        for i, sh in enumerate(header["slots"]):
-            slot = self.objects[sh]
+        for i, slot in enumerate(slots if slots is not None else [self.objects[sh] for sh in header["slots"]]):
             try:
                 with self.student(header):
                     out.append(enc.encode(slot.grad()))
@@ -412,6 +434,42 @@ _ALLOWED = None
 
 def _same(array):
     return array
+
+
+class holding:
+    """Shared arrays holding given contents during one call: writes = [(array, contents)] or
+    [(array, d, s)] for the point original + s * d, computed as gradlab computes it
+    (numerics.engine.point_value). Each is put back bit for bit after the call, whatever it did."""
+
+    def __init__(self, writes):
+        self.writes, self.saved = writes, []
+
+    def __enter__(self):
+        try:
+            for array, value, *step_size in self.writes:
+                before = array.copy()
+                if step_size:
+                    if type(step_size[0]) is not float or value.dtype != np.float64:
+                        raise ValueError("a bad point")
+                    value = _point_value(value, step_size[0], before.astype(np.float64, copy=False), array.dtype)
+                if value.shape != array.shape or value.dtype != array.dtype:
+                    raise ValueError("contents that do not fit their array")
+                self.saved.append((array, before))
+                array[...] = value
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for array, before in reversed(self.saved):
+            array[...] = before
+        return False
+
+
+def _rehearse(state, header, handle, module, send_build):
+    from gradlab.execution.rehearsal import rehearse
+    rehearse(state, header, handle, module, send_build)
 
 
 _NUMBERS = frozenset((int, float, np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
@@ -645,6 +703,7 @@ def main():
     faulthandler.enable(file=dump)          # a crash (SIGSEGV, ...) leaves a traceback
     faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)   # and so does gradlab's "where are you?"
     state = State(dump)
+    state.chan = chan
     try:
         reply = {"value": Encoder().encode(_load(header, state))}
     except _StudentRaised as e:
@@ -663,8 +722,10 @@ def main():
         try:
             reply, buffers = state.handle(header, payload)
         except Exception as e:             # a bug here, or a request naming something released
+            state.replied = False
             reply, buffers = {"internal": "".join(traceback.format_exception(e))[-5000:]}, []
-        chan.send(reply, buffers)
+        if reply is not None:
+            chan.send(reply, buffers)
 
 
 _find_slots = _arrays_at_build = _explain = _kept_attention = _Config = _CONFIG_FIELDS = None

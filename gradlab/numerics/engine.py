@@ -307,6 +307,10 @@ class Engine:
         None) per tensor. The step is shrunk once when truncation dominates and
         the test would miss an error of TARGET_RESOLUTION in one element."""
         h = step or self.step
+        calls = self.calls
+        # the student's calls first: what follows does not need them, and a module in a worker that
+        # rehearsed them (execution/rehearsal.py) is then not kept waiting for it
+        points = self._evaluations(dirs, (h, -h, h / 2, -h / 2))
         magnitude, rounding, count = 0.0, 0.0, 0
         measured, measured_spread = 0.0, 0.0     # tensors whose rounding was measured (Tensor.rounding)
         half = self.eps_analytical >= EPS["float16"]
@@ -338,7 +342,7 @@ class Engine:
         self._rounding = ((HALF_ROUNDING if half else ANALYTICAL_ROUNDING) * self.eps_analytical * rounding
                           + ANALYTICAL_ROUNDING * self.eps_measured * measured_spread + abs(measured)
                           + self._idiom(dirs, products))
-        result = self._directional(dirs, h, magnitude, count)
+        result = self._directional(dirs, h, magnitude, count, points, calls)
         if adapt and result.resolution > TARGET_RESOLUTION and result.truncation > 4 * result.noise:
             factor = min(0.5, max(1 / 64, (result.noise / result.truncation) ** (1 / 3)))
             again = self._directional(dirs, h * factor, magnitude, count)
@@ -356,9 +360,13 @@ class Engine:
                 or first.tolerance > UNSTABLE_FRACTION * max(magnitude, 1e-300))
         return result
 
-    def _directional(self, dirs, h, magnitude, count):
-        calls = self.calls
-        (fp, ap), (fm, am), (fp2, ap2), (fm2, am2) = self._evaluations(dirs, (h, -h, h / 2, -h / 2))
+    def _directional(self, dirs, h, magnitude, count, points=None, calls=None):
+        """One directional comparison at step h; points: its four evaluations, when already made (with
+        self.calls at `calls` before them)."""
+        if points is None:
+            calls = self.calls
+            points = self._evaluations(dirs, (h, -h, h / 2, -h / 2))
+        (fp, ap), (fm, am), (fp2, ap2), (fm2, am2) = points
         n1, a1 = (fp - fm) / (2 * h), (ap - am) / (2 * h)
         n2, a2 = (fp2 - fm2) / h, (ap2 - am2) / h
         r1, r2 = n1 - a1, n2 - a2

@@ -1,0 +1,311 @@
+"""Rehearsal: the first pass of a gradient check, run ahead in the worker within
+the request that builds the module, so that a passing check makes one request
+instead of four (the build; the forward; the backward and what is read after
+it; the four points of the directional check).
+
+In the worker, `rehearse` runs gradlab's own check code (checks/gradient.py:
+ModuleSetup and judge, the same functions gradlab runs) on a Rehearsal, a
+Subject whose calls run right there, from a copy of gradlab's random
+generator. Each call into the student's code is recorded as the worker would
+have answered the request gradlab makes for it, with the request's signature:
+what was called, with which arguments (fingerprints), which parameters held
+which points. The rehearsal stops after the points, or at the first thing it
+does not expect (a second build, a call that raised, anything else).
+
+In gradlab's process, the check then runs exactly as without a rehearsal.
+A request it is about to send is answered from the rehearsal instead only when
+its signature is the recorded one, nothing else was sent since, and no
+parameter mirror differs from what the worker holds (remote.Session.rehearsed);
+otherwise the rest of the rehearsal is dropped and the requests are sent. So
+a rehearsal never changes what gradlab computes, only how many round trips it
+takes: the numbers are still the student's, judged in gradlab's process.
+
+While it runs, the worker writes which call it is in (and since when) to a
+progress file, so the time limit applies to each call (not to the whole
+request) and a limit breached or a worker ended in the middle names the call
+it happened in, as the single requests would.
+"""
+import mmap
+import os
+import sys
+import time
+import zlib
+
+import numpy as np
+
+from gradlab.contract.registry import Registration
+from gradlab.execution.subject import Subject
+
+
+ENABLED = True      # False: every request is sent (tests compare the two ways; benchmarks measure the difference)
+
+
+class _End(Exception):
+    """The rehearsal stops here; what it recorded stands."""
+
+
+def fingerprint(value):
+    """A request's argument as its signature shows it: an array by shape, dtype and a CRC of its bits
+    (the same bits give the same fingerprint); a plain scalar as itself; anything else None (no match)."""
+    if type(value) is np.ndarray:
+        return [list(value.shape), value.dtype.str, zlib.crc32(np.ascontiguousarray(value).view(np.uint8))]
+    if value is None or type(value) in (bool, int, float, str):
+        return ["v", value]
+    return None
+
+
+def signature(op, steps, ahead, index_of, err):
+    """What identifies a request: op "call" (one call) or "calls"; steps [(handle, method, args, kwargs,
+    writes)], writes [(array, contents)] or [(array, d, s)] with each array named by its position among the
+    module's parameters (index_of(id) -> position); ahead (a batch's read-ahead) {"slots": handle,
+    "grads": [positions], "kept": handle} or None; err: NumPy's error handling. None: not comparable."""
+    out, seen = [], {}          # the same direction is held at every point: fingerprinted once
+
+    def fp(value):
+        if id(value) not in seen:
+            seen[id(value)] = (value, fingerprint(value))
+        return seen[id(value)][1]
+
+    for handle, method, args, kwargs, writes in steps:
+        if kwargs:
+            return None
+        fps = [fingerprint(a) for a in args]
+        held = []
+        for array, *contents in writes:
+            where = index_of(id(array))
+            if where is None:
+                return None
+            held.append([where, fp(contents[0])] + [float(c) for c in contents[1:]])
+        out.append([handle, method, fps, held])
+    if None in (fp for step in out for fp in step[2]) or any(None in w for step in out for w in step[3]):
+        return None
+    return {"op": op, "steps": out, "ahead": ahead, "err": err}
+
+
+def ahead_signature(ahead, positions):
+    """A batch's read-ahead as its signature shows it: the object whose parameters and attention weights are
+    read (handles), and the gradients read, by the parameters' positions."""
+    out = {"slots": ahead.get("slots"), "grads": list(positions)}
+    if "kept" in ahead:
+        out["kept"] = ahead["kept"]
+    return out
+
+
+# ---- the worker's side ----------------------------------------------------------------------
+
+class Rehearsal(Subject):
+    """A Subject in the worker that takes the paths of a worker's module (calls in batches, gradients read
+    ahead) but runs them right here, recording each as the reply to the request gradlab will make."""
+
+    def __init__(self, state, header, handle, module, kind, cfg, send_build):
+        super().__init__(kind, Registration(kind.name, _no_build, None, "rehearsal"), cfg, files=state.files)
+        self.batched = True
+        self._sizes_read = True     # the cfg gradlab built with, sizes included
+        self.state, self.header, self.handle = state, header, handle
+        self.w = _worker(state)
+        self.err = header["script"].get("err")      # gradlab's NumPy error handling: part of each signature
+        self._prebuilt = module
+        self._build_ids[id(module)] = state.build_ids.get(handle)
+        self.index = {}           # id(parameter array) -> its position among the module's parameters
+        self._send_build = send_build   # sends the build's reply: once, before the first recorded call
+        self.sent = 0             # entries sent
+        self._progress = _Progress(header["script"].get("progress"))
+
+    # ---- what runs unrecorded: gradlab reading the module -------------------------------------
+    def build(self, rehearse=None):
+        if self._prebuilt is None:         # a second module (a float64 twin, fresh()): not rehearsed
+            raise _End()
+        module, self._prebuilt = self._prebuilt, None
+        return module
+
+    def slots(self, module):
+        found = super().slots(module)
+        if not self.index:
+            self.index = {id(slot.value): i for i, slot in enumerate(found)}
+        return found
+
+    def run(self, what, fn, *args, **kwargs):
+        """Student code that is no request of its own (discovery, reading gradients): guarded; if it
+        raises, the rehearsal ends (gradlab meets the error itself, in its own request)."""
+        if getattr(fn, "__self__", None) is self:      # a recorded batch: guarded call by call, inside
+            return fn(*args, **kwargs)
+        self._progress.write(what)
+        try:
+            with self.state.student(self.header):
+                return fn(*args, **kwargs)
+        except self.w._StudentRaised:
+            raise _End() from None
+
+    # ---- what is recorded: the requests gradlab makes -----------------------------------------
+    def flush(self):
+        """Send the build's reply now, if it is not sent yet."""
+        if self._send_build is not None:
+            send, self._send_build = self._send_build, None
+            send()
+
+    def forward(self, module, *inputs, **kwargs):
+        self.flush()
+        args = self.complete(inputs)
+        steps = [(self.handle, "forward", args, kwargs, ())]
+        enc = self._enc = self.state.encoder()
+        try:
+            reply, value = self._call("forward", module, "forward", args, kwargs, enc)
+        except self.w._StudentRaised as e:
+            self._record("call", steps, None, {"raised": e.info})
+        self._record("call", steps, None, reply)
+        return self._forward_output(value)
+
+    def _forward_batch(self, module, calls):
+        self.flush()
+        self._enc = self.state.encoder()
+        by_value = self.state.encoder(by_value=True)
+        by_value.buffers = self._enc.buffers
+        steps = [(self.handle, "forward", args, {}, writes) for args, writes in calls]   # the request: all of them
+        done, values, failed = [], [], None
+        for args, writes in calls:
+            try:
+                with self.w.holding([(array, *contents) for array, *contents in writes]):
+                    reply, value = self._call("forward", module, "forward", args, {}, by_value)
+            except self.w._StudentRaised as e:
+                e.info["index"] = len(done)
+                failed = e.info
+                break
+            done.append(reply)
+            values.append(value)
+        self._record("calls", steps, None, {"value": done, **({"failed": failed} if failed else {})})
+        raise _End()     # the points of the first directional check: where the rehearsal ends
+
+    def _backward_ahead(self, module, grad_out, slots, kept):
+        self.flush()
+        self._enc = self.state.encoder()
+        steps = [(self.handle, "backward", (grad_out,), {}, ())]
+        read = {"slots": self.handle, **({"kept": self.handle} if kept else {})}
+        ahead = ahead_signature(read, [self.index.get(id(slot.value)) for slot in slots])
+        by_value = self.state.encoder(by_value=True)
+        by_value.buffers = self._enc.buffers
+        try:
+            reply, value = self._call("backward", module, "backward", (grad_out,), {}, by_value)
+        except self.w._StudentRaised as e:
+            e.info["index"] = 0
+            self._record("calls", steps, ahead, {"value": [], "failed": e.info})
+            raise _End() from None
+        self._record("calls", steps, ahead, {"value": [reply], "ahead": self.state.read_ahead(
+            read, self.header, self._enc, slots, refs_only=True)})
+        return value
+
+    def _call(self, what, module, method, args, kwargs, enc):
+        self._progress.write(what)
+        self.state.rngs = []
+        return self.state.invoke(self.header, module, method, args, kwargs, enc)
+
+    def _record(self, op, steps, ahead, reply):
+        """Send the reply of the request gradlab will make for these calls (each call has run: sent even
+        when the signature cannot be compared, for the arrays it changed)."""
+        sig = signature(op, steps, ahead, self.index.get, self.err)
+        self.state.send({"entry": {"sig": sig, "reply": reply}}, self._enc)
+        self.sent += 1
+        if sig is None or "failed" in reply or "raised" in reply:
+            raise _End()
+
+
+def _worker(state):
+    """The worker's module, as it runs (as __main__: importing gradlab.execution.worker would give another
+    copy, whose exception classes the worker's own code does not raise)."""
+    return sys.modules[type(state).__module__]
+
+
+def _no_build(cfg):
+    raise _End()
+
+
+class _Progress:
+    """The progress file: "<calls started> <time.monotonic() at the last start> <what>", written in place
+    through a shared mapping of its first bytes (no system call per call; gradlab reads the file)."""
+
+    SIZE = 256
+    _maps = {}          # path -> mmap, kept for the worker's life: one open per worker, not per rehearsal
+
+    def __init__(self, path):
+        self.map, self.count = None, 0
+        if isinstance(path, str):
+            self.map = self._maps.get(path)
+            if self.map is None:
+                try:
+                    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+                    try:
+                        os.ftruncate(fd, self.SIZE)
+                        self.map = self._maps[path] = mmap.mmap(fd, self.SIZE)
+                    finally:
+                        os.close(fd)
+                except (OSError, ValueError):
+                    self.map = None
+        self.write("")
+
+    def write(self, what):
+        if self.map is None:
+            return
+        self.count += 1
+        line = f"{self.count} {time.monotonic():.6f} {what}\n".encode()[:self.SIZE - 1]
+        self.map[:len(line) + 1] = line + b"\0"
+
+    def close(self):
+        self.write("")      # between rehearsals: no call in progress
+
+
+def rehearse(state, header, handle, module, send_build):
+    """Run the check's first pass on the module just built (object `handle`), header["script"]:
+    {"check": "gradient", "kind": name, "rng": the generator's state, "err": NumPy's error handling,
+    "progress": a file}. Sends the build's reply (send_build), one message per recorded request
+    ({"entry": {"sig", "reply"}}), then {"end": true}."""
+    from gradlab.contract.kinds import get_kind
+    script = header["script"]
+    rehearsal = None
+    try:
+        rehearsal = Rehearsal(state, header, handle, module, get_kind(script["kind"]), header_cfg(state, header),
+                              send_build)
+        rng = _worker(state)._generator(script["rng"])
+        if script.get("check") == "gradient":
+            from gradlab.checks.gradient import ModuleSetup, judge
+            judge(rehearsal, ModuleSetup(rehearsal, rng), rng)
+    except Exception:     # _End, or anything else: what was sent stands, gradlab sends the rest itself
+        pass
+    finally:
+        if rehearsal is not None:
+            rehearsal._progress.close()
+            rehearsal.flush()
+        else:
+            send_build()
+        state.send({"end": True}, state.encoder())
+
+
+def header_cfg(state, header):
+    """The cfg the build was called with (the request's first argument)."""
+    args = header.get("args") or []
+    node = args[0] if args else None
+    if not (isinstance(node, dict) and isinstance(node.get("cfg"), dict)):
+        raise _End()
+    return _worker(state)._config(node["cfg"])
+
+
+# ---- gradlab's side --------------------------------------------------------------------------
+
+class Recorded:
+    """A rehearsal whose messages gradlab's process has not all read yet (remote.Session.rehearsed)."""
+
+    def __init__(self, stamp, progress):
+        self.stamp = stamp                  # Session.requests when the build's reply came
+        self.progress = progress            # the worker's progress file
+        self.index = {}                     # id(parameter mirror) -> its position among the module's
+
+    def slots(self, found):
+        self.index = {id(slot.value): i for i, slot in enumerate(found)}
+
+
+def progress_of(path):
+    """(calls started, when the last started (time.monotonic), what) from a progress file, or None."""
+    try:
+        with open(path, "rb") as fh:
+            count, start, what = fh.read(_Progress.SIZE).split(b"\0", 1)[0].decode().split(" ", 2)
+        return int(count), float(start), what.strip()[:100]
+    except (OSError, ValueError):
+        return None
