@@ -190,7 +190,7 @@ class Rehearsal(Subject):
             self._record("calls", steps, ahead, {"value": [], "failed": e.info})
             raise _End() from None
         self._record("calls", steps, ahead, {"value": [reply], "ahead": self.state.read_ahead(
-            read, self.header, self._enc, slots, refs_only=True)})
+            read, self.header, self._enc, slots)})
         return value
 
     def _call(self, what, module, method, args, kwargs, enc):

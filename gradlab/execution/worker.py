@@ -225,7 +225,7 @@ class State:
         """A rehearsed build's reply, sent when the rehearsal is about to call the module (its parameters
         as the check set them: gradlab's own setting writes the same bits), before the rehearsal's entries."""
         try:
-            reply["slots"] = self.describe_slots(h, header, enc, resend=True)
+            reply["slots"] = self.describe_slots(h, header, enc)
         except _StudentRaised:
             pass
         self.send(reply, enc)
@@ -327,16 +327,16 @@ class State:
             reply["ahead"] = self.read_ahead(header["ahead"], header, enc)
         return reply
 
-    def read_ahead(self, ahead, header, enc, slots=None, refs_only=False):
+    def read_ahead(self, ahead, header, enc, slots=None):
         """Read now what gradlab reads next with nothing run in between: the parameters of the
         object ahead["slots"], the gradients of the slots ahead["grads"] (or of `slots`, slot objects
         of a rehearsal), the attention weights the object ahead["kept"] keeps, in that order. Reading
         stops quietly at the first read that raises: gradlab then asks for that one itself, and sees
-        the error there. refs_only: the parameters by handle alone (a rehearsal's build reply sends them)."""
+        the error there."""
         out = {}
         try:
             if "slots" in ahead:
-                out["slots"] = self.describe_slots(ahead["slots"], header, enc, refs_only=refs_only)
+                out["slots"] = self.describe_slots(ahead["slots"], header, enc)
             if "grads" in ahead or slots is not None:
                 out["grads"] = self.grads({"slots": ahead.get("grads", ()), "asked": 0}, enc, slots)["value"]
             if "kept" in ahead:
@@ -383,10 +383,8 @@ class State:
         with self.student(header):
             return {"value": str(_explain(self.objects[h], self.build_ids.get(h)))[:2000]}
 
-    def describe_slots(self, h, header, enc, forward_only=False, resend=False, refs_only=False):
-        """The parameters of object h, found now, each shared: its contents sent when newly shared, or when
-        `resend`, never when `refs_only` (a rehearsal's read-ahead shares them, the build's reply holds them
-        whole, and gradlab reads that reply first)."""
+    def describe_slots(self, h, header, enc, forward_only=False):
+        """The parameters of object h, found now, each shared (its contents sent when newly shared)."""
         target = self.objects[h]
         with self.student(header):
             found = _find_slots(target, self.build_ids.get(h), forward_only)
@@ -401,7 +399,7 @@ class State:
                 raise _StudentRaised({"type": "TypeError", "detail": f"parameter {slot.name!r} has dtype "
                                       f"{value.dtype}; parameters must be numeric arrays", "where": None})
             ah, new = self.share(value)
-            node = enc.array(value, ah) if (new or resend) and not refs_only else {"x": ah}
+            node = enc.array(value, ah) if new else {"x": ah}
             out.append({"name": slot.name, "slot": self.keep(slot), "value": node,
                         "grad": slot.describe_grad(), "readonly": not value.flags.writeable, "masked": masked})
         return out
