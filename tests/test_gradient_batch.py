@@ -5,6 +5,7 @@ the same calls, arguments and state either way, so the numbers, the verdicts and
 the same."""
 import json
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -210,6 +211,57 @@ def test_a_forward_that_hangs_mid_batch_is_stopped_with_where(tmp_path):
     status, message = _gradient_message(path, True, timeout=0.3)
     # a batch of n calls has n times the time limit of one
     assert status == "error" and "forward ran past" in message and "last seen at hangs.py:" in message
+
+
+@pytest.mark.parametrize("dropped", ["forward", "backward"])
+def test_an_answer_of_the_rehearsal_not_used_still_shares_what_it_found(zoo, monkeypatch, dropped):
+    # the nested block's LayerNorm parameters show only after a backward: the rehearsal's answer for the
+    # backward shares them. When gradlab does not use that answer (its request differs), it takes the
+    # parameters all the same, so its next requests and the worker agree on what is shared.
+    from gradlab.execution import remote
+    real = remote.signature
+
+    def differs(op, steps, *rest):
+        sig = real(op, steps, *rest)
+        return None if steps and steps[0][1] == dropped and len(steps) == 1 else sig
+    monkeypatch.setattr(remote, "signature", differs)
+    path = zoo("red_mod_block_ok_nested.py")
+    here = gradlab.check("block", impl=path, checks="gradient", seed=0, isolate=False)
+    there = gradlab.check("block", impl=path, checks="gradient", seed=0, isolate=True)
+    (a,), (b,) = ([c for c in r.checks if c.name == "gradient"] for r in (here, there))
+    assert a.status == b.status == "pass" and a.message == b.message, (a.message, b.message)
+
+
+def test_a_rehearsed_call_that_hangs_is_named_and_stopped_at_its_own_time_limit(tmp_path):
+    # the rehearsal runs build, forward, backward and the points in one request: a hang in backward is
+    # said as the backward's, stopped one limit after the backward started (not several)
+    path = _student(tmp_path, "hangs_back", FLAKY.format(when=-1, what="pass").replace(
+        "    def backward(self, g):\n", "    def backward(self, g):\n            if self.calls >= 1 and BACK:\n"
+        "                while True: pass\n            BACK.append(1)\n").replace(
+        "    class Flaky:", "    BACK = []\n\n\n    class Flaky:"))
+    start = time.monotonic()
+    status, message = _gradient_message(path, True, timeout=0.5)
+    assert status == "error" and message.startswith("ffn: backward ran past 0.5 s"), message
+    assert "last seen at hangs_back.py:" in message
+    assert time.monotonic() - start < 6
+
+
+def test_a_forward_that_rewrites_the_progress_file_cannot_stretch_its_time_limit(tmp_path):
+    # the worker's progress file (which call runs, since when) lies in its folder, where the student's
+    # code may write: forging ever newer calls stretches a rehearsal to MAX_CALLS limits, no further
+    path = _student(tmp_path, "forges_progress", FLAKY.format(when=2, what="""import glob, time, os
+                n = 10 ** 6
+                while True:
+                    for f in glob.glob(os.path.join(os.environ.get("TMPDIR", "."), "progress.txt")):
+                        with open(f, "r+b") as fh:
+                            n += 1
+                            fh.write(f"{n} {time.monotonic():.6f} backward\\n".encode() + bytes(1))
+                    time.sleep(0.01)"""))
+    start = time.monotonic()
+    status, message = _gradient_message(path, True, timeout=0.2)
+    took = time.monotonic() - start
+    assert status == "error" and "ran past" in message, message
+    assert took < rehearsal.MAX_CALLS * 0.2 + 3, took
 
 
 def test_each_forward_of_a_batch_has_the_whole_time_limit(tmp_path):

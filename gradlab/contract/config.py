@@ -1,4 +1,5 @@
 """The read-only `cfg` handed to a student's `build(cfg)` (CONTRACT §1)."""
+import copy
 import dataclasses
 import difflib
 from dataclasses import dataclass, field
@@ -67,13 +68,15 @@ class Config:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self):
-        d = dataclasses.asdict(self)
-        extra = d.pop("extra")
-        d.update(extra)
-        return d
+        """The fields and the extra sizes in one new dict (containers copied; built field by field: it goes
+        with every module built in a worker, and dataclasses.asdict's deep copy took 50 us)."""
+        d = {name: getattr(self, name) for name in _NAMES}
+        d.update(self.extra)
+        return {k: copy.deepcopy(v) if isinstance(v, (list, dict, set)) else v for k, v in d.items()}
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(Config) if f.name != "extra"}
+_NAMES = tuple(FIELDS)
 
 
 def parse_value(name, text):

@@ -38,6 +38,13 @@ from gradlab.execution.subject import Subject
 
 
 ENABLED = True      # False: every request is sent (tests compare the two ways; benchmarks measure the difference)
+MAX_CALLS = 12      # a rehearsal's request lasts at most this many time limits (the gradient check's makes 7 calls)
+CALLS = ("build(cfg)", "forward", "backward", "finding parameters", "reading gradients", "reading attn_weights")
+
+
+def names_a_call(what):
+    """Whether a progress file's words name a call a rehearsal makes (the student can write there too)."""
+    return what in CALLS or (what.startswith("reading the gradient of '") and what.endswith("'") and len(what) < 120)
 
 
 class _End(Exception):
@@ -146,21 +153,25 @@ class Rehearsal(Subject):
     def forward(self, module, *inputs, **kwargs):
         self.flush()
         args = self.complete(inputs)
-        steps = [(self.handle, "forward", args, kwargs, ())]
+        sig = self._signature("call", [(self.handle, "forward", args, kwargs, ())], None)
         enc = self._enc = self.state.encoder()
         try:
             reply, value = self._call("forward", module, "forward", args, kwargs, enc)
         except self.w._StudentRaised as e:
-            self._record("call", steps, None, {"raised": e.info})
-        self._record("call", steps, None, reply)
+            self._record(sig, {"raised": e.info})
+        self._record(sig, reply)
         return self._forward_output(value)
+
+    def forwards(self, module, calls, deferred=False):
+        """At once, deferred or not: the points are where the rehearsal ends, before the engine's other work."""
+        return super().forwards(module, calls)
 
     def _forward_batch(self, module, calls):
         self.flush()
         self._enc = self.state.encoder()
         by_value = self.state.encoder(by_value=True)
         by_value.buffers = self._enc.buffers
-        steps = [(self.handle, "forward", args, {}, writes) for args, writes in calls]   # the request: all of them
+        sig = self._signature("calls", [(self.handle, "forward", args, {}, writes) for args, writes in calls], None)
         done, values, failed = [], [], None
         for args, writes in calls:
             try:
@@ -172,24 +183,24 @@ class Rehearsal(Subject):
                 break
             done.append(reply)
             values.append(value)
-        self._record("calls", steps, None, {"value": done, **({"failed": failed} if failed else {})})
+        self._record(sig, {"value": done, **({"failed": failed} if failed else {})})
         raise _End()     # the points of the first directional check: where the rehearsal ends
 
     def _backward_ahead(self, module, grad_out, slots, kept):
         self.flush()
         self._enc = self.state.encoder()
-        steps = [(self.handle, "backward", (grad_out,), {}, ())]
         read = {"slots": self.handle, **({"kept": self.handle} if kept else {})}
-        ahead = ahead_signature(read, [self.index.get(id(slot.value)) for slot in slots])
+        sig = self._signature("calls", [(self.handle, "backward", (grad_out,), {}, ())],
+                              ahead_signature(read, [self.index.get(id(slot.value)) for slot in slots]))
         by_value = self.state.encoder(by_value=True)
         by_value.buffers = self._enc.buffers
         try:
             reply, value = self._call("backward", module, "backward", (grad_out,), {}, by_value)
         except self.w._StudentRaised as e:
             e.info["index"] = 0
-            self._record("calls", steps, ahead, {"value": [], "failed": e.info})
+            self._record(sig, {"value": [], "failed": e.info})
             raise _End() from None
-        self._record("calls", steps, ahead, {"value": [reply], "ahead": self.state.read_ahead(
+        self._record(sig, {"value": [reply], "ahead": self.state.read_ahead(
             read, self.header, self._enc, slots)})
         return value
 
@@ -198,10 +209,13 @@ class Rehearsal(Subject):
         self.state.rngs = []
         return self.state.invoke(self.header, module, method, args, kwargs, enc)
 
-    def _record(self, op, steps, ahead, reply):
+    def _signature(self, op, steps, ahead):
+        """The request's signature, taken before its calls run (they may edit their arguments in place)."""
+        return signature(op, steps, ahead, self.index.get, self.err)
+
+    def _record(self, sig, reply):
         """Send the reply of the request gradlab will make for these calls (each call has run: sent even
         when the signature cannot be compared, for the arrays it changed)."""
-        sig = signature(op, steps, ahead, self.index.get, self.err)
         self.state.send({"entry": {"sig": sig, "reply": reply}}, self._enc)
         self.sent += 1
         if sig is None or "failed" in reply or "raised" in reply:
@@ -220,33 +234,31 @@ def _no_build(cfg):
 
 class _Progress:
     """The progress file: "<calls started> <time.monotonic() at the last start> <what>", written in place
-    through a shared mapping of its first bytes (no system call per call; gradlab reads the file)."""
+    through a shared mapping of its first bytes (no system call per call; gradlab reads the file). The
+    count runs on over the worker's rehearsals: gradlab extends a deadline only when it has grown."""
 
     SIZE = 256
-    _maps = {}          # path -> mmap, kept for the worker's life: one open per worker, not per rehearsal
+    _maps = {}          # path -> [mmap, calls started], kept for the worker's life (one open, not one per rehearsal)
 
     def __init__(self, path):
-        self.map, self.count = None, 0
-        if isinstance(path, str):
-            self.map = self._maps.get(path)
-            if self.map is None:
+        self.entry = self._maps.get(path) if isinstance(path, str) else None
+        if self.entry is None and isinstance(path, str):
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
                 try:
-                    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-                    try:
-                        os.ftruncate(fd, self.SIZE)
-                        self.map = self._maps[path] = mmap.mmap(fd, self.SIZE)
-                    finally:
-                        os.close(fd)
-                except (OSError, ValueError):
-                    self.map = None
-        self.write("")
+                    os.ftruncate(fd, self.SIZE)
+                    self.entry = self._maps[path] = [mmap.mmap(fd, self.SIZE), 0]
+                finally:
+                    os.close(fd)
+            except (OSError, ValueError):
+                self.entry = None
 
     def write(self, what):
-        if self.map is None:
+        if self.entry is None:
             return
-        self.count += 1
-        line = f"{self.count} {time.monotonic():.6f} {what}\n".encode()[:self.SIZE - 1]
-        self.map[:len(line) + 1] = line + b"\0"
+        self.entry[1] += 1
+        line = f"{self.entry[1]} {time.monotonic():.6f} {what}\n".encode()[:self.SIZE - 1]
+        self.entry[0][:len(line) + 1] = line + b"\0"
 
     def close(self):
         self.write("")      # between rehearsals: no call in progress

@@ -650,8 +650,9 @@ class Session:
             progress = self._recorded.progress
         else:
             progress = header["script"]["progress"] if "script" in header else None
-        if progress is not None and deadline is not None and not wall_bound:
-            self.chan.extend = lambda: self._call_deadline(progress)     # each rehearsed call has the limit
+        if progress is not None and deadline is not None and not wall_bound:     # each rehearsed call has the limit
+            seen = [progress_of(progress), deadline - seconds + rehearsal.MAX_CALLS * seconds]
+            self.chan.extend = lambda: self._call_deadline(progress, seen)
         try:
             if header is not None:
                 self.chan.send(header, buffers, deadline)
@@ -700,22 +701,27 @@ class Session:
             raise error(self.dead) from None
         return reply
 
-    def _call_deadline(self, progress):
+    def _call_deadline(self, progress, seen):
         """When a rehearsal's current call must end (time.monotonic()): the time limit from its start, as
-        a request of its own would have it; None when that has passed (or nothing says when it started)."""
-        seen = progress_of(progress)
-        if seen is None:
+        a request of its own would have it, if a call started since the deadline was last set (seen[0]);
+        never later than seen[1], MAX_CALLS limits after the request (the student's code can write the
+        progress file too: it cannot stretch a request further than a batch of that many calls).
+        None: the deadline stands."""
+        now = progress_of(progress)
+        if now is None or (seen[0] is not None and now[0] <= seen[0][0]):
             return None
-        later = seen[1] + self.limits.timeout
+        seen[0] = now
+        later = min(now[1] + self.limits.timeout, seen[1])
         if self.wall_deadline is not None:
             later = min(later, self.wall_deadline)
         return later if later > time.monotonic() else None
 
     @staticmethod
     def _progress_what(progress, what):
-        """The call a rehearsal was in (its progress file), else `what`: the request's own words."""
+        """The call a rehearsal was in (its progress file, if it names one of the calls a rehearsal makes),
+        else `what`: the request's own words."""
         seen = progress_of(progress) if progress is not None else None
-        return seen[2] if seen is not None and seen[2] else what
+        return seen[2] if seen is not None and rehearsal.names_a_call(seen[2]) else what
 
     def _kill(self):
         self._recorded = None
@@ -948,8 +954,10 @@ class Session:
             self._drain(what)
             return None
         message = self._next_rehearsed(what)
-        if message is None or message["entry"].get("sig") != signature(op, steps, ahead, recorded.index.get,
-                                                                        _np_err()):
+        if message is None:
+            return None
+        if message["entry"].get("sig") != signature(op, steps, ahead, recorded.index.get, _np_err()):
+            self._absorb(what, message)
             self._drain(what)
             return None
         return dict(message["entry"]["reply"], b=message.get("b"))
@@ -969,7 +977,20 @@ class Session:
     def _drain(self, what):
         """Read the rest of a rehearsal (its calls ran: the arrays they changed come back)."""
         while self._recorded is not None:
-            self._next_rehearsed(what)
+            message = self._next_rehearsed(what)
+            if message is not None:
+                self._absorb(what, message)
+
+    def _absorb(self, what, message):
+        """A rehearsal's answer gradlab does not use: the parameters it shared (found after a backward) are
+        taken as mirrors all the same, then let go (the worker is told with the next request), so that
+        both sides agree on which arrays they share."""
+        ahead = message["entry"]["reply"].get("ahead")
+        if isinstance(ahead, dict) and type(ahead.get("slots")) is list:
+            try:
+                self._slot_list(dict(message["entry"]["reply"], b=message.get("b")), ahead["slots"])
+            except ProtocolError as e:
+                raise self._malformed(what, e) from None
 
     def handle_of(self, array):
         """The handle of one of gradlab's arrays shared with the worker (a parameter's mirror)."""

@@ -92,15 +92,20 @@ class Subject:
         (training) get their declared value, so a deterministic check may pass x alone."""
         return self._forward_output(self.run("forward", module.forward, *self.complete(inputs), **kwargs))
 
-    def forwards(self, module, calls):
-        """forward(*inputs) once per (inputs, writes) of `calls`, in order -> the validated outputs.
+    def forwards(self, module, calls, deferred=False):
+        """forward(*inputs) once per (inputs, writes) of `calls`, in order -> the validated outputs
+        (deferred: a function returning them; through a worker the calls are then made, or their
+        rehearsed answers read, when it is called).
         writes: (array, contents) or (array, d, s), each array a parameter of the module (a slot's
         value, as slots() gives it): it holds `contents` (or its own contents + s * d, as
         numerics.engine.point_value computes it) during that call only, and its own contents, bit for
         bit, after it. The student's code sees the same calls, arguments and state either way; through
         a worker they make one request, and what forward does to its inputs is not sent back."""
         if not self.batched:
-            return [self._forward_holding(module, inputs, writes) for inputs, writes in calls]
+            outs = [self._forward_holding(module, inputs, writes) for inputs, writes in calls]
+            return (lambda: outs) if deferred else outs
+        if deferred:
+            return lambda: self.forwards(module, calls)
         values = self.run("forward", self._forward_batch, module, [(self.complete(inputs), writes)
                                                                    for inputs, writes in calls])
         outs = []

@@ -48,6 +48,7 @@ KINK_NOISE = 20.0            # ... and clearly above the noise
 NOISE_CAP = 100.0            # f's measured rounding noise is trusted up to this x eps * sum|terms|
 MAX_GROUPS = 4               # bisection follows at most this many failing groups per level
 UNSTABLE_FRACTION = 0.1      # a first step whose error bound is this fraction of the derivative's size
+DOTS_AT_ONCE = 1 << 22       # elements x steps whose steps taken are worked out in one array (32 MB)
 
 
 _POOL_SIZE = 1 << 16
@@ -214,7 +215,6 @@ class Engine:
         self._originals = [t.array.copy() for t in tensors]
         self._originals64 = [o if o.dtype == np.float64 else o.astype(np.float64) for o in self._originals]
         self._largests = [None] * len(tensors)
-        self._scratch, self._steps = None, [None] * len(tensors)      # see _step_buffer
         # f at the unperturbed point; a caller that just ran forward there may pass it in (one call saved)
         self.f0 = self.evaluate() if f0 is None else float(f0)
 
@@ -225,33 +225,46 @@ class Engine:
 
     def _evaluations(self, dirs, steps):
         """[(f, <a, the step actually taken>)] at original + s * d for each s in steps, in order."""
+        return self._start(dirs, steps)()
+
+    def _start(self, dirs, steps):
+        """Start evaluating f at original + s * d for each s in steps; -> collect(), which returns
+        [(f, <a, the step actually taken>)] in order. In this process the points are evaluated at once;
+        with `points` (a module in a worker), what the worker may compute meanwhile is awaited only by
+        collect() (points may return a callable for the values), and the steps' dot products are
+        worked out in between."""
+        dots = self._dots(dirs, steps)
         if self._points is None:
-            return self._at(dirs, steps)
+            out = [(f, dot) for f, dot in zip(self._at(dirs, steps), dots)]
+            return lambda: out
         self.calls += len(steps)
-        values = [float(v) for v in self._points(dirs, steps)]
-        if len(values) != len(steps):
-            raise ValueError(f"{len(steps)} points evaluated as {len(values)} values")
-        return [(v, self._dot(dirs, s)) for v, s in zip(values, steps)]
+        pending = self._points(dirs, steps)
+
+        def collect():
+            values = [float(v) for v in (pending() if callable(pending) else pending)]
+            if len(values) != len(steps):
+                raise ValueError(f"{len(steps)} points evaluated as {len(values)} values")
+            return list(zip(values, dots))
+        return collect
 
     def _at(self, dirs, steps):
-        """[(f, <a, the step actually taken>)] at original + s * d (cast to the arrays' dtypes) for each
-        s in steps, one point at a time (no more memory than one point's): point_value's bits, written in
-        place, f(). Every point overwrites every array it touches, so they are restored once, exactly,
-        after the last (and when the student's code raises)."""
+        """[f] at original + s * d (cast to the arrays' dtypes) for each s in steps, one point at a time
+        (no more memory than one point's): point_value's bits, written in place, f(). Every point
+        overwrites every array it touches, so they are restored once, exactly, after the last (and when
+        the student's code raises)."""
         touched = [i for i, d in enumerate(dirs) if d is not None]
         out = []
         try:
             for s in steps:
-                dot = self._write_point(dirs, s)
-                out.append((self.evaluate(), dot))
+                self._write_point(dirs, s)
+                out.append(self.evaluate())
             return out
         finally:
             for i in touched:
                 self.tensors[i].array[...] = self._originals[i]
 
     def _write_point(self, dirs, s):
-        """Write original + s * d into the arrays; -> <a, the step actually taken>."""
-        dot = 0.0
+        """Write original + s * d into the arrays (point_value's bits)."""
         for i, d in enumerate(dirs):
             if d is None:
                 continue
@@ -259,41 +272,33 @@ class Engine:
             if type(t.array) is np.ndarray and t.array.dtype == np.float64:   # in place: no copy, no allocation
                 np.multiply(d, s, out=t.array)
                 t.array += o64
-                step = np.subtract(t.array, o64, out=self._step_buffer(i))   # the step actually taken
             else:
                 step = d * s
                 step += o64
                 t.array[...] = step                   # rounds to the array's dtype
-                step[...] = t.array                   # the value actually written
-                step -= o64                           # the step actually taken
-            dot += float(np.vdot(t.analytical, step))
-        return dot
 
-    def _step_buffer(self, i):
-        """A float64 array of tensor i's shape for the steps taken: views of one buffer, as large as
-        the largest tensor (one allocation per engine)."""
-        view = self._steps[i]
-        if view is None:
-            if self._scratch is None:
-                self._scratch = np.empty(max(t.array.size for t in self.tensors), dtype=np.float64)
-            view = self._steps[i] = self._scratch[:self.tensors[i].array.size].reshape(self.tensors[i].array.shape)
-        return view
-
-    def _dot(self, dirs, s):
-        """<a, the step actually taken> to original + s * d (point_value's bits)."""
-        dot = 0.0
+    def _dots(self, dirs, steps):
+        """[<a, the step actually taken> to original + s * d (point_value's bits, rounded to the array's
+        dtype) for each s in steps]: all the steps of a tensor in one pass (one row per step; row by row
+        for a tensor too large for that)."""
+        total = np.zeros(len(steps))
+        column = np.asarray(steps, dtype=np.float64)[:, None]
         for i, d in enumerate(dirs):
             if d is None:
                 continue
-            t, o64 = self.tensors[i], self._originals64[i]
-            if t.array.dtype == np.float64:         # point_value's arithmetic, in place
-                step = np.multiply(d, s, out=self._step_buffer(i))
-                step += o64
-                step -= o64
-            else:
-                step = point_value(d, s, o64, t.array.dtype) - o64
-            dot += float(np.vdot(t.analytical, step))
-        return dot
+            t, o64 = self.tensors[i], self._originals64[i].reshape(-1)
+            flat, a = d.reshape(-1), t.analytical.reshape(-1)
+            rows = [column] if flat.size * len(steps) <= DOTS_AT_ONCE else [column[k:k + 1] for k in range(len(steps))]
+            parts = []
+            for part in rows:
+                taken = part * flat                   # point_value's arithmetic: d * s ...
+                taken += o64                          # ... + the original ...
+                if t.array.dtype != np.float64:
+                    taken = taken.astype(t.array.dtype).astype(np.float64)    # ... rounded to the array's dtype
+                taken -= o64                          # the step actually taken
+                parts.append(taken @ a)
+            total += np.concatenate(parts)
+        return [float(v) for v in total]
 
     def _largest(self, i):
         """max |analytical| of tensor i (0 for an empty one), worked out once."""
@@ -308,9 +313,9 @@ class Engine:
         the test would miss an error of TARGET_RESOLUTION in one element."""
         h = step or self.step
         calls = self.calls
-        # the student's calls first: what follows does not need them, and a module in a worker that
-        # rehearsed them (execution/rehearsal.py) is then not kept waiting for it
-        points = self._evaluations(dirs, (h, -h, h / 2, -h / 2))
+        # the student's calls first: what follows does not need their values, so a module in a worker works
+        # on them meanwhile (and a rehearsal of this check there, execution/rehearsal.py, ends at them)
+        collect = self._start(dirs, (h, -h, h / 2, -h / 2))
         magnitude, rounding, count = 0.0, 0.0, 0
         measured, measured_spread = 0.0, 0.0     # tensors whose rounding was measured (Tensor.rounding)
         half = self.eps_analytical >= EPS["float16"]
@@ -342,7 +347,7 @@ class Engine:
         self._rounding = ((HALF_ROUNDING if half else ANALYTICAL_ROUNDING) * self.eps_analytical * rounding
                           + ANALYTICAL_ROUNDING * self.eps_measured * measured_spread + abs(measured)
                           + self._idiom(dirs, products))
-        result = self._directional(dirs, h, magnitude, count, points, calls)
+        result = self._directional(dirs, h, magnitude, count, collect(), calls)
         if adapt and result.resolution > TARGET_RESOLUTION and result.truncation > 4 * result.noise:
             factor = min(0.5, max(1 / 64, (result.noise / result.truncation) ** (1 / 3)))
             again = self._directional(dirs, h * factor, magnitude, count)
