@@ -144,6 +144,11 @@ class Rehearsal(Subject):
             self.index = {id(slot.value): i for i, slot in enumerate(found)}
         return found
 
+    def kept_attention(self, module):
+        """Only gradlab's allowance (after the points) uses the attention weights, and it reads them with
+        the backward's answer: not worked out here."""
+        return []
+
     def run(self, what, fn, *args, **kwargs):
         """Student code that is no request of its own (discovery, reading gradients): guarded; if it
         raises, the rehearsal ends (gradlab meets the error itself, in its own request)."""

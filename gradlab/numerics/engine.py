@@ -212,11 +212,25 @@ class Engine:
         self.element_step = element_step or ELEMENT_STEP[numerics]
         self.calls = 0
         self.noise_f = eps_numeric * self.f_abs   # rounding noise of f: a floor, raised by every measurement
-        self._originals = [t.array.copy() for t in tensors]
-        self._originals64 = [o if o.dtype == np.float64 else o.astype(np.float64) for o in self._originals]
+        self._kept = None                          # the arrays' original contents, copied on first use
         self._largests = [None] * len(tensors)
         # f at the unperturbed point; a caller that just ran forward there may pass it in (one call saved)
         self.f0 = self.evaluate() if f0 is None else float(f0)
+
+    @property
+    def _originals(self):
+        """The arrays' contents when the engine was made (copied when first needed: nothing writes into
+        them before; a worker rehearsing the check's first pass never needs them)."""
+        if self._kept is None:
+            originals = [t.array.copy() for t in self.tensors]
+            self._kept = (originals, [o if o.dtype == np.float64 else o.astype(np.float64) for o in originals])
+        return self._kept[0]
+
+    @property
+    def _originals64(self):
+        """_originals in float64."""
+        self._originals         # (copied on first use)
+        return self._kept[1]
 
     # ---- evaluating f at perturbed points, restoring exactly ---------------
     def evaluate(self):
@@ -233,12 +247,12 @@ class Engine:
         with `points` (a module in a worker), what the worker may compute meanwhile is awaited only by
         collect() (points may return a callable for the values), and the steps' dot products are
         worked out in between."""
-        dots = self._dots(dirs, steps)
         if self._points is None:
-            out = [(f, dot) for f, dot in zip(self._at(dirs, steps), dots)]
+            out = list(zip(self._at(dirs, steps), self._dots(dirs, steps)))
             return lambda: out
         self.calls += len(steps)
         pending = self._points(dirs, steps)
+        dots = self._dots(dirs, steps)
 
         def collect():
             values = [float(v) for v in (pending() if callable(pending) else pending)]
@@ -253,6 +267,7 @@ class Engine:
         overwrites every array it touches, so they are restored once, exactly, after the last (and when
         the student's code raises)."""
         touched = [i for i, d in enumerate(dirs) if d is not None]
+        originals = self._originals     # copied before the first write
         out = []
         try:
             for s in steps:
@@ -261,7 +276,7 @@ class Engine:
             return out
         finally:
             for i in touched:
-                self.tensors[i].array[...] = self._originals[i]
+                self.tensors[i].array[...] = originals[i]
 
     def _write_point(self, dirs, s):
         """Write original + s * d into the arrays (point_value's bits)."""
