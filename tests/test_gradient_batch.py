@@ -232,6 +232,16 @@ def test_an_answer_of_the_rehearsal_not_used_still_shares_what_it_found(zoo, mon
     assert a.status == b.status == "pass" and a.message == b.message, (a.message, b.message)
 
 
+def test_a_float32_module_in_a_float64_run_ends_the_rehearsal_at_its_float64_copy(tmp_path):
+    # the numerics move to a float64 copy built by a second build(cfg): the rehearsal stops there (it
+    # does not judge a float32 computation gradlab will not make), and gradlab sends the rest
+    path = _student(tmp_path, "single", FLAKY.format(when=-1, what="pass").replace(
+        '.standard_normal((cfg.d_model, cfg.d_model))}}', '.standard_normal((cfg.d_model, cfg.d_model)).astype(cfg.dtype '
+        '== "float64" and np.float32 or cfg.dtype)}}'))
+    here, there = _gradient_message(path, False), _gradient_message(path, True)
+    assert here == there and here[0] == "pass", (here, there)
+
+
 def test_a_rehearsed_call_that_hangs_is_named_and_stopped_at_its_own_time_limit(tmp_path):
     # the rehearsal runs build, forward, backward and the points in one request: a hang in backward is
     # said as the backward's, stopped one limit after the backward started (not several)
