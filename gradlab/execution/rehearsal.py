@@ -129,6 +129,7 @@ class Rehearsal(Subject):
         self._prebuilt = module
         self._build_ids[id(module)] = state.build_ids.get(handle)
         self.index = {}           # id(parameter array) -> its position among the module's parameters
+        self.found = None         # the parameters found after the build
         self._send_build = send_build   # sends the build's reply: once, before the first recorded call
         self.sent = 0             # entries sent
         self._progress = _Progress(header["script"].get("progress"))
@@ -144,7 +145,13 @@ class Rehearsal(Subject):
         found = super().slots(module)
         if not self.index:
             self.index = {id(slot.value): i for i, slot in enumerate(found)}
+            self.found = found        # the build's reply describes these (no second discovery)
         return found
+
+    def read_grads(self, slots):
+        """The gradients as they are: gradlab validates and copies the ones it reads with the backward's
+        answer; here they only need to exist for what leads to the points (a bad one ends the rehearsal)."""
+        return {slot.name: self.run("reading gradients", slot.grad) for slot in slots}
 
     def kept_attention(self, module):
         """Only gradlab's allowance (after the points) uses the attention weights, and it reads them with
@@ -168,7 +175,7 @@ class Rehearsal(Subject):
         """Send the build's reply now, if it is not sent yet."""
         if self._send_build is not None:
             send, self._send_build = self._send_build, None
-            send()
+            send(self.found)
 
     def forward(self, module, *inputs, **kwargs):
         self.flush()

@@ -953,10 +953,11 @@ class Session:
         if recorded.stamp != self.requests or self.trace_memory is not None or changed(self.arrays, _deref):
             self._drain(what)
             return None
+        sig = signature(op, steps, ahead, recorded.index.get, _np_err())    # (while the worker may still be busy)
         message = self._next_rehearsed(what)
         if message is None:
             return None
-        if message["entry"].get("sig") != signature(op, steps, ahead, recorded.index.get, _np_err()):
+        if message["entry"].get("sig") != sig:
             self._absorb(what, message)
             self._drain(what)
             return None

@@ -212,7 +212,8 @@ class State:
                 self.build_ids[node["r"]] = _arrays_at_build(value)
             if isinstance(header.get("script"), dict) and self.chan is not None:
                 reply["script"] = {"stream": True}    # the first pass of a check, rehearsed (rehearsal.py)
-                _rehearse(self, header, node["r"], value, lambda: self.send_build(header, node["r"], reply, enc))
+                _rehearse(self, header, node["r"], value,
+                          lambda found=None: self.send_build(header, node["r"], reply, enc, found))
                 self.replied = True
                 return reply
             try:      # what slots() would find right now: saves gradlab a request after most builds
@@ -221,11 +222,12 @@ class State:
                 pass
         return reply
 
-    def send_build(self, header, h, reply, enc):
+    def send_build(self, header, h, reply, enc, found=None):
         """A rehearsed build's reply, sent when the rehearsal is about to call the module (its parameters
-        as the check set them: gradlab's own setting writes the same bits), before the rehearsal's entries."""
+        as the check set them: gradlab's own setting writes the same bits), before the rehearsal's entries.
+        found: the parameters the rehearsal found (discovery, as describe_slots would run it), if it did."""
         try:
-            reply["slots"] = self.describe_slots(h, header, enc)
+            reply["slots"] = self.describe_slots(h, header, enc, found=found)
         except _StudentRaised:
             pass
         self.send(reply, enc)
@@ -383,11 +385,12 @@ class State:
         with self.student(header):
             return {"value": str(_explain(self.objects[h], self.build_ids.get(h)))[:2000]}
 
-    def describe_slots(self, h, header, enc, forward_only=False):
-        """The parameters of object h, found now, each shared (its contents sent when newly shared)."""
-        target = self.objects[h]
-        with self.student(header):
-            found = _find_slots(target, self.build_ids.get(h), forward_only)
+    def describe_slots(self, h, header, enc, forward_only=False, found=None):
+        """The parameters of object h, found now (or `found` by the same discovery just before), each shared
+        (its contents sent when newly shared)."""
+        if found is None:
+            with self.student(header):
+                found = _find_slots(self.objects[h], self.build_ids.get(h), forward_only)
         out = []
         for slot in found:
             value = slot.value
