@@ -6,7 +6,9 @@ reference run sets the bar: the student's loss must fall as the reference's
 does. No magic constant: the thresholds are fractions of the reference's
 own loss drop.
 """
+import contextlib
 import copy
+import sys
 
 import numpy as np
 
@@ -261,19 +263,29 @@ def _train(subject, model, slots, optimizer, ids, targets, student_opt=False):
     what = "" if subject is None else f" (training with your {subject.kind.name})"
     losses = []
     params = {s.name: s.value for s in slots}
+    theirs = [s.slot for s in slots if isinstance(s, _StudentSlot)]
     for step in range(STEPS + 1):
         logits = _call(subject, f"forward{what}", model.forward, ids)
         loss, grad = ce(logits.astype(np.float64), targets)
         losses.append(float(loss))
         if step == STEPS or not np.isfinite(loss):
             break
-        _call(subject, f"backward{what}", model.backward, grad.astype(logits.dtype))
+        with reading_grads_ahead(theirs):      # read next: through a worker, in the last backward's request
+            _call(subject, f"backward{what}", model.backward, grad.astype(logits.dtype))
         grads = _read(subject, slots)
         if student_opt:
             subject.step(optimizer, params, grads)
         else:
             optimizer.step(params, grads)
     return losses
+
+
+def reading_grads_ahead(slots):
+    """A block whose last backward call into a worker also reads the gradients of `slots` (the
+    student's RemoteSlots, read right after the block: remote.grads_with_backward); nothing
+    in gradlab's own process, where remote need not even be imported."""
+    remote = sys.modules.get("gradlab.execution.remote")
+    return remote.grads_with_backward(slots) if remote is not None and slots else contextlib.nullcontext()
 
 
 def _read(subject, slots):

@@ -288,6 +288,45 @@ def build_rehearsing(fn, cfg, kind, check, rng):
     return session.call(fn._what, handle, None, (cfg,), {}, script=script)
 
 
+class grads_with_backward:
+    """`with grads_with_backward(slots): model.backward(g)`, then read the gradients of
+    `slots` (the student's parameters, of one worker): a training loop's step, which
+    reads every gradient right after the model's backward. Inside the block, a backward
+    call into the worker also reads those gradients right after it, in the same request
+    (the worker's read_ahead), so the read costs no round trip of its own. The read
+    ahead is used as Session.grads uses one: once, and only if no request ran after the
+    backward that read it (the student's code runs only in requests, so it is what a
+    read now would see). A model holding several of the student's objects calls several
+    backwards, and only the last may read: the first block reads nothing ahead and notes
+    whose backward came last; a later block with the same slots reads ahead after that
+    object's backward only (the gradients are read once a step, as without the worker).
+    Outside a worker (slots that are not RemoteSlots) it does nothing."""
+
+    def __init__(self, slots):
+        remote = [s for s in slots if isinstance(s, RemoteSlot)]
+        self.session = remote[0]._r[0] if remote and len(remote) == len(slots) else None
+        self.slots = remote      # held: the worker keeps them while the block may read them
+        self.handles = [s._r[2] for s in remote]
+        self.generation = remote[0]._r[1] if remote else None
+
+    def __enter__(self):
+        session = self.session
+        if session is not None and self.generation == session.generation:
+            hint = session.backward_ahead
+            if hint is None or hint["grads"] != self.handles:
+                hint = session.backward_ahead = {"grads": self.handles, "on": None}
+            hint.update(last=None, active=True)
+        return self
+
+    def __exit__(self, *exc):
+        hint = self.session.backward_ahead if self.session is not None else None
+        if hint is not None and hint["grads"] == self.handles:
+            if exc[0] is None and hint["last"] is not None:
+                hint["on"] = hint["last"]        # whose backward came last: read ahead only there next time
+            hint.update(last=None, active=False)
+        return False
+
+
 def explain_slots(module):
     """What discovery looked at in a RemoteObject, in words (discovery.explain, run in the worker)."""
     session, generation, handle, _ = object.__getattribute__(module, "_r")
@@ -347,6 +386,7 @@ class Session:
         self._grads_ahead = (-1, {})  # (requests then, slot handle -> gradient read ahead): see grad_of
         self.kept_ahead = (-1, None)  # (requests then, (object handle, its attention weights)): see calls
         self._err_sent = None        # (generation, np.geterr()) last sent to that worker
+        self.backward_ahead = None   # gradients a backward call reads ahead (see grads_with_backward)
         self._decoding = (None, None)  # (reply, its Decoder)
         self._recorded = None        # a rehearsal's entries not used yet (rehearsal.Recorded): see rehearsed()
         self.files = ()
@@ -808,9 +848,11 @@ class Session:
         """One call in the worker. script: a check's first pass to rehearse with this build (see
         build_rehearsing)."""
         self._rngs = []
+        ahead = self._ahead_of(handle, method)    # (noted even when a rehearsal answers: the call ran)
         reply = self.rehearsed(what, "call", [(handle, method, args, kwargs, ())]) \
             if self._recorded is not None else None
         if reply is not None:
+            ahead = None
             if "raised" in reply:
                 if not isinstance(reply["raised"], dict):
                     raise self._refused(what)
@@ -824,6 +866,8 @@ class Session:
                 header["kwargs"] = kwargs_node
             if self.trace_memory is not None:
                 header["trace"] = True
+            if ahead is not None:
+                header["ahead"] = {"grads": ahead}
             if script is not None:
                 header["script"] = dict(script, progress=os.path.join(self.tmp, "progress.txt"))
             reply = self.request(header, enc.buffers, what)
@@ -841,9 +885,21 @@ class Session:
                     self._recorded.slots(found)
             self._rebind(reply, args, kwargs)
             self._advance(reply)
+            if ahead is not None and type(reply.get("ahead")) is dict:
+                grads = self._decode(reply, reply["ahead"].get("grads"))
+                if type(grads) is list and len(grads) <= len(ahead):
+                    self._grads_ahead = (self.requests, dict(zip(ahead, grads)))
         except ProtocolError as e:
             raise self._malformed(what, e) from None
         return value
+
+    def _ahead_of(self, handle, method):
+        """The slot handles whose gradients this call reads ahead (grads_with_backward), or None."""
+        hint = self.backward_ahead
+        if hint is None or not hint["active"] or method != "backward":
+            return None
+        hint["last"] = handle
+        return hint["grads"] if hint["on"] == handle else None
 
     def calls(self, what, steps, ahead=None, module=None, slots=()):
         """Several calls in one request (the worker runs them in order, each as `call` would):

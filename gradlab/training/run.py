@@ -89,6 +89,7 @@ class Run:
         self.forward, self.backward, self.attention = forward, backward, attention
         self.losses, self.norms = [], {}
         self.predict = forward
+        self.student_slots = [s.slot for s in slots if getattr(s, "subject", None) is not None]   # the student's
 
 
 def run_training(parts, cfg, half, steps, task, progress=None, is_reference=False):
@@ -219,7 +220,9 @@ def _step(run, fns, ids, targets, lr_scale, student):
     run.losses.append(float(loss))
     if not np.isfinite(loss):
         return
-    run.backward(np.asarray(grad).astype(logits.dtype))
+    from gradlab.checks.overfit import reading_grads_ahead     # (the overfit check imports this module's parts)
+    with reading_grads_ahead(run.student_slots):     # read next: through a worker, in backward's request
+        run.backward(np.asarray(grad).astype(logits.dtype))
     grads = {s.name: np.array(s.read(), dtype=np.float64) for s in run.slots}
     for group, norm in _layer_norms(grads).items():
         run.norms.setdefault(group, []).append(norm)
