@@ -27,6 +27,8 @@ class Limits:
     memory_mb: int = DEFAULT_MEMORY_MB      # 0 or None: none
     output_mb: float = DEFAULT_OUTPUT_MB    # 0 or None: none
     workers: int = 0                        # how many workers run at once (BLAS threads = cores // workers); 0: cores
+    fork: bool = False                      # the workers may be forked from this process (gradlab's own command
+                                            # line; zygote.refusal still decides, GRADLAB_FORK_WORKERS=0: never)
 
     def blas_threads(self):
         cores = os.cpu_count() or 1

@@ -408,7 +408,7 @@ class Session:
         if why is not None:
             self._launch(forked=False)
             STARTS["spawned"] += 1
-            if zygote.ENABLED:
+            if zygote.ENABLED or getattr(self.limits, "fork", False):
                 STARTS["reasons"].append(why)
         self.dead = None
         _live.add(self)

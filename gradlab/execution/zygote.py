@@ -30,8 +30,9 @@ The parent stays the job, as with a spawn: the job reaps it, its subreaper
 collects what it leaves, killing the job kills it (PDEATHSIG).
 
 `refusal(impl, limits)` says why a worker must be spawned instead (None: it
-can be forked): forking is off (grading jobs turn it on; GRADLAB_FORK_WORKERS=1
-anywhere else, e.g. a single-threaded script checking many files), the process
+can be forked): forking is off (grading jobs and gradlab's command line, through
+Limits.fork, turn it on; GRADLAB_FORK_WORKERS=1 anywhere else, e.g. a
+single-threaded script checking many files; =0 nowhere), the process
 runs threads (a fork would copy held locks; BLAS threads would be missing),
 the worker wants more than the one BLAS thread the process has, or a file
 next to the submission is named like a module the job has imported (a fresh
@@ -47,7 +48,8 @@ import sys
 import time
 
 # On in a grading job (gradlab.grading.isolate, single-threaded; GRADLAB_FORK_WORKERS=0 turns it off
-# there); elsewhere only with GRADLAB_FORK_WORKERS=1, and still only where refusal() finds nothing.
+# there) and for the runs of gradlab's command line (Limits.fork); elsewhere only with
+# GRADLAB_FORK_WORKERS=1; and always only where refusal() finds nothing.
 ENABLED = os.environ.get("GRADLAB_FORK_WORKERS") == "1"
 _prepared = False
 
@@ -56,7 +58,7 @@ _prepared = False
 
 def refusal(impl, limits):
     """Why a worker for `impl` cannot be forked from this process (None: it can)."""
-    if not ENABLED:
+    if not (ENABLED or getattr(limits, "fork", False)) or os.environ.get("GRADLAB_FORK_WORKERS") == "0":
         return "forking workers is off in this process"
     if not sys.platform.startswith("linux"):
         return "forking workers needs Linux's /proc"

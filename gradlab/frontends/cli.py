@@ -147,8 +147,10 @@ def run_limits(args):
     if args.max_memory and args.max_memory < 256:
         raise options.refuse(f"--max-memory {args.max_memory}", "is less than NumPy alone needs",
                              "give at least 256 (MB), or 0 for no limit")
+    # fork=True: this process is gradlab's own (it never imports the student's code), as a grading job
+    # is, so a worker may be forked from it where zygote.refusal finds nothing against it (README)
     return limits.Limits(timeout=args.timeout, wall=args.wall_time, memory_mb=args.max_memory,
-                         output_mb=args.max_output)
+                         output_mb=args.max_output, fork=True)
 
 
 def cmd_check(args):
