@@ -13,6 +13,7 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure
 from gradlab.contract.kinds import DIFFERENTIABLE
+from gradlab.execution.harness import reading_grads_ahead
 from gradlab.numerics.tolerance import BACKWARD_LINEAR_MAX as LINEAR_MAX, BACKWARD_LINEAR_ULPS as LINEAR_ULPS
 from gradlab.numerics.tolerance import BACKWARD_REPEAT_ULPS as REPEAT_ULPS, eps_of
 from gradlab.contract.records import table
@@ -28,7 +29,8 @@ def _words(name):
 
 def _run(subject, module, slots, g):
     """One backward on a copy of g (after the forward already done): {name: float64 copy}."""
-    dxs = subject.backward(module, g.copy())
+    with reading_grads_ahead(slots, module):     # read below: through a worker, in backward's request
+        dxs = subject.backward(module, g.copy())
     result = {spec.name: d.astype(np.float64) for spec, d in zip(subject.kind.grad_inputs(), dxs)}
     result.update({k: v.astype(np.float64) for k, v in subject.read_grads(slots).items()})
     return result

@@ -12,7 +12,7 @@ from gradlab.contract.kinds import SEQ2SEQ
 from gradlab.contract.records import curve, table
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.discovery import find_slots
-from gradlab.checks.overfit import reading_grads_ahead
+from gradlab.execution.harness import reading_grads_ahead
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.execution.subject import Subject
 from gradlab.execution.weights import load_reference, named_params, reference_module
@@ -33,8 +33,8 @@ def copy_batch(cfg, rng):
     return src, tgt_in, targets
 
 
-def _train(forward, backward, params, read_grads, batch, dtype, slots=()):
-    """Loss before each of STEPS Adam steps and after the last. slots: the student's, whose
+def _train(forward, backward, params, read_grads, batch, dtype, slots=(), module=None):
+    """Loss before each of STEPS Adam steps and after the last. slots: the student's module's, whose
     gradients read_grads() reads right after backward (through a worker: in its request)."""
     ce = reference_impl().get("cross_entropy").target
     adam = reference_impl().get("adam").target
@@ -47,7 +47,7 @@ def _train(forward, backward, params, read_grads, batch, dtype, slots=()):
         losses.append(float(loss))
         if step == STEPS or not np.isfinite(loss):
             break
-        with reading_grads_ahead(slots):
+        with reading_grads_ahead(slots, module):
             backward(grad.astype(dtype))
         optimizer.step(params, read_grads())
     return losses
@@ -78,7 +78,7 @@ def copy_task(subject, rng):
 
     want = _train(ref.forward, ref.backward, ref_params, ref_grads, batch, dtype)
     got = _train(lambda s, t: subject.forward(module, s, t), lambda g: subject.backward(module, g),
-                 {s.name: s.value for s in slots}, lambda: subject.read_grads(slots), batch, dtype, slots)
+                 {s.name: s.value for s in slots}, lambda: subject.read_grads(slots), batch, dtype, slots, module)
     bar = want[int(STEPS * SPEED)]
     views = [curve("copy task: loss per step", {"yours": got, "reference": want}, xlabel="step",
                    ylabel="cross-entropy"),

@@ -7,6 +7,7 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure
 from gradlab.contract.kinds import DIFFERENTIABLE, OPTIMIZER, PROBABILITIES
+from gradlab.execution.harness import reading_grads_ahead
 from gradlab.execution.subject import call_cross_entropy, call_softmax, copies
 from gradlab.contract.suite import Outcome, check
 from gradlab.contract.numbers import distinct
@@ -20,7 +21,8 @@ def _run(subject, module, slots, inputs, g):
     result = {"output": out}
     if subject.no_backward:
         return result                                  # a forward-only module: its output is all there is
-    dxs = subject.backward(module, g.copy())
+    with reading_grads_ahead(slots, module):     # read below: through a worker, in backward's request
+        dxs = subject.backward(module, g.copy())
     for spec, dx in zip(subject.kind.grad_inputs(), dxs):
         result[f"dL/d{spec.name} (backward's return)"] = dx.copy()
     grads = subject.read_grads(slots)

@@ -6,15 +6,14 @@ reference run sets the bar: the student's loss must fall as the reference's
 does. No magic constant: the thresholds are fractions of the reference's
 own loss drop.
 """
-import contextlib
 import copy
-import sys
 
 import numpy as np
 
 from gradlab.execution.discovery import find_slots
 from gradlab.contract.errors import CheckFailure, CheckSkipped
 from gradlab.contract.kinds import OPTIMIZER, SUBMODULE, TOKEN_IDS
+from gradlab.execution.harness import reading_grads_ahead
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.contract.records import curve, table
 from gradlab.contract.suite import Outcome, check
@@ -278,14 +277,6 @@ def _train(subject, model, slots, optimizer, ids, targets, student_opt=False):
         else:
             optimizer.step(params, grads)
     return losses
-
-
-def reading_grads_ahead(slots):
-    """A block whose last backward call into a worker also reads the gradients of `slots` (the
-    student's RemoteSlots, read right after the block: remote.grads_with_backward); nothing
-    in gradlab's own process, where remote need not even be imported."""
-    remote = sys.modules.get("gradlab.execution.remote")
-    return remote.grads_with_backward(slots) if remote is not None and slots else contextlib.nullcontext()
 
 
 def _read(subject, slots):

@@ -87,10 +87,24 @@ def test_overfit_through_a_worker_reads_gradients_with_the_last_backward_and_see
     assert ops["grads"] == 2, ops
 
 
+@pytest.mark.parametrize("check", ["backward", "determinism"])
+@pytest.mark.parametrize("style", STYLES)
+def test_a_modules_own_checks_read_gradients_with_its_backward_and_see_what_one_process_sees(tmp_path, check, style):
+    path = tmp_path / "my_layernorm.py"
+    path.write_text(LAYERNORM.format(**STYLES[style]))
+    here = gradlab.check("layernorm", impl=str(path), checks=[check], seed=1, isolate=False)
+    there, ops = _requests_by_op(lambda: gradlab.check("layernorm", impl=str(path), checks=[check], seed=1,
+                                                       isolate=True))
+    a, b = here.checks[-1], there.checks[-1]
+    assert a.name == b.name == check
+    assert (a.status, a.message, a.metrics) == (b.status, b.message, b.metrics)
+    assert ops["grads"] == 1, ops     # the smoke precondition's read only
+
+
 def test_the_train_check_reads_the_lms_gradients_with_its_backward():
     result, ops = _requests_by_op(lambda: gradlab.check("lm", checks=["train"], seed=0, isolate=True))
     assert result.checks[-1].name == "train" and result.checks[-1].status == "pass", result.checks[-1].message
-    assert ops["grads"] == 2, ops     # the smoke precondition's read, and the first of 60 steps
+    assert ops["grads"] == 1, ops     # the smoke precondition's read; 60 steps read with their backward
 
 
 def test_a_read_ahead_is_not_used_after_another_request(tmp_path):

@@ -241,3 +241,13 @@ def plain_array(value, what):
                 "value) if a value such as 0 is meant, or np.where for a mask)")
         return np.ma.getdata(value)
     return np.asarray(value)   # a view of the same numbers as a plain ndarray
+
+
+def reading_grads_ahead(slots, module=None):
+    """`with reading_grads_ahead(slots): ...backward...`, the gradients of `slots` read right
+    after the block, with nothing run in between: through a worker, the block's last backward
+    call reads them in its own request (remote.grads_with_backward; module: the one object
+    whose backward the block calls, if so). Nothing in gradlab's own process, where the
+    remote module need not even be imported."""
+    remote = sys.modules.get("gradlab.execution.remote")
+    return remote.grads_with_backward(slots, module) if remote is not None and slots else contextlib.nullcontext()

@@ -300,21 +300,28 @@ class grads_with_backward:
     backwards, and only the last may read: the first block reads nothing ahead and notes
     whose backward came last; a later block with the same slots reads ahead after that
     object's backward only (the gradients are read once a step, as without the worker).
-    Outside a worker (slots that are not RemoteSlots) it does nothing."""
+    `module`: the one object whose backward the block calls (a module's own check), read
+    ahead after from the first block on. Outside a worker (slots that are not RemoteSlots)
+    it does nothing."""
 
-    def __init__(self, slots):
+    def __init__(self, slots, module=None):
         remote = [s for s in slots if isinstance(s, RemoteSlot)]
         self.session = remote[0]._r[0] if remote and len(remote) == len(slots) else None
         self.slots = remote      # held: the worker keeps them while the block may read them
         self.handles = [s._r[2] for s in remote]
         self.generation = remote[0]._r[1] if remote else None
+        self.on = None
+        if isinstance(module, RemoteObject):
+            session, generation, handle, _ = object.__getattribute__(module, "_r")
+            if session is self.session and generation == self.generation:
+                self.on = handle
 
     def __enter__(self):
         session = self.session
         if session is not None and self.generation == session.generation:
             hint = session.backward_ahead
-            if hint is None or hint["grads"] != self.handles:
-                hint = session.backward_ahead = {"grads": self.handles, "on": None}
+            if hint is None or hint["grads"] != self.handles or (self.on is not None and hint["on"] != self.on):
+                hint = session.backward_ahead = {"grads": self.handles, "on": self.on}
             hint.update(last=None, active=True)
         return self
 

@@ -17,6 +17,7 @@ from gradlab.contract.config import Config, make_config
 from gradlab.contract.errors import CheckFailure, CheckSkipped, GradlabError, StudentError, UsageError
 from gradlab.contract.kinds import SUBMODULE, get_kind
 from gradlab.contract.records import ERROR, FAIL, PASS, SKIP, CheckRecord, KindResult, curve, heatmap, table
+from gradlab.execution.harness import reading_grads_ahead
 from gradlab.execution.loader import open_implementation, reference
 from gradlab.execution.subject import Subject, call_cross_entropy, call_scalar
 from gradlab.execution.weights import load_reference, named_params
@@ -220,8 +221,7 @@ def _step(run, fns, ids, targets, lr_scale, student):
     run.losses.append(float(loss))
     if not np.isfinite(loss):
         return
-    from gradlab.checks.overfit import reading_grads_ahead     # (the overfit check imports this module's parts)
-    with reading_grads_ahead(run.student_slots):     # read next: through a worker, in backward's request
+    with reading_grads_ahead(run.student_slots, run.model):     # read next: through a worker, in backward's request
         run.backward(np.asarray(grad).astype(logits.dtype))
     grads = {s.name: np.array(s.read(), dtype=np.float64) for s in run.slots}
     for group, norm in _layer_norms(grads).items():
