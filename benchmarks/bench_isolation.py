@@ -17,7 +17,10 @@ Rows:
   into a worker on this machine at this load;
 - starting a worker (Python, NumPy, gradlab, importing the submission);
 - `gradlab check all` on the references, end to end, in-process and with --isolate,
-  and how many requests (round trips) the worker answers in it.
+  and how many requests (round trips) the worker answers in it; with --isolate as
+  `gradlab.check` runs it (a spawned worker) and as the command line runs it (a
+  forked worker where zygote.refusal finds nothing against it: one thread, one
+  BLAS thread, i.e. OPENBLAS_NUM_THREADS=1 here; otherwise spawned, and the row says so).
 
 Medians of --repeats runs. BLAS threads are whatever the environment says for
 the in-process side and 1 in the worker (OPENBLAS_NUM_THREADS etc.); the load
@@ -191,6 +194,12 @@ def main():
     floor = pipe_round_trip_seconds(r)
     all_here = median_time(lambda: gradlab.check("all", seed=0, isolate=False), max(1, r // 2))
     all_there = median_time(lambda: gradlab.check("all", seed=0, isolate=True), max(1, r // 2))
+    from gradlab.execution import remote
+    forked_before = remote.STARTS["forked"]
+    all_cli = median_time(lambda: gradlab.check("all", seed=0, isolate=True, limits=Limits(fork=True)),
+                          max(1, r // 2))
+    cli_start = "forked" if remote.STARTS["forked"] > forked_before else "spawned: " + (
+        remote.STARTS["reasons"][-1] if remote.STARTS["reasons"] else "?")
     all_requests = check_all_requests()
 
     rows.append(("gradient check, attention B=2 T=16 D=64 H=4", f"{here * 1e3:.1f} ms ({here / fb:.1f}x fwd+bwd)",
@@ -205,6 +214,8 @@ def main():
     rows.append(("starting a worker (Python + NumPy + gradlab + the submission)", "-", f"{started:.2f} s", "-"))
     rows.append(("`gradlab check all` on the references, end to end", f"{all_here:.2f} s",
                  f"{all_there:.2f} s ({all_requests:,} requests)", f"{all_there / all_here:.2f}x"))
+    rows.append((f"the same as `gradlab check all --isolate` runs it (its worker {cli_start})", f"{all_here:.2f} s",
+                 f"{all_cli:.2f} s", f"{all_cli / all_here:.2f}x"))
 
     header = ("| measurement | in gradlab's process | through a worker | ratio |\n|---|---:|---:|---:|")
     table = header + "\n" + "\n".join(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows)
