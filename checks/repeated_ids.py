@@ -16,6 +16,7 @@ from gradlab.numerics.tolerance import tolerance
 
 STEP = {"float64": 1e-6, "float32": 1e-3}
 MAX_NUMERIC_ROWS = 2                                  # repeated ids checked numerically (each costs 2*D forwards)
+BATCH_BYTES = 8 << 20                                 # perturbed copies of the table sent in one request, at most
 
 
 def repeated_batch(cfg, rng):
@@ -127,23 +128,29 @@ def repeated_ids(subject, rng):
 
 
 def _numeric_rows(subject, module, ids, g, W, rows):
-    """Central differences of sum(forward(ids) * g) with respect to W[rows] (other rows left 0)."""
+    """Central differences of sum(forward(ids) * g) with respect to W[rows] (other rows left 0).
+    Each forward runs with W holding one perturbed entry during that call only (subject.forwards:
+    through a worker, up to BATCH_BYTES of perturbed tables in one request, not one each)."""
     dtype = subject.cfg.np_dtype.name
     g64 = g.astype(np.float64)
-    f = lambda: float(np.sum(subject.forward(module, ids.copy()).astype(np.float64) * g64))   # noqa: E731
-    numeric = np.zeros(W.shape, dtype=np.float64)
+    calls, steps = [], []
     for row in rows:
         for j in range(W.shape[1]):
             old = W[row, j].copy()
             h = STEP.get(dtype, 1e-3) * max(1.0, abs(float(old)))
-            try:
-                W[row, j] = old + h
-                up = float(W[row, j])             # the step actually taken (float32 rounds it)
-                plus = f()
-                W[row, j] = old - h
-                down = float(W[row, j])
-                minus = f()
-            finally:
-                W[row, j] = old
-            numeric[row, j] = (plus - minus) / (up - down)
+            taken = []
+            for point in (old + h, old - h):
+                contents = W.copy()
+                contents[row, j] = point
+                taken.append(float(contents[row, j]))      # the step actually taken (float32 rounds it)
+                calls.append(((ids.copy(),), [(W, contents)]))
+            steps.append((row, j, taken[0] - taken[1]))
+    per = max(2, BATCH_BYTES // max(W.nbytes, 1))
+    outs = []
+    for start in range(0, len(calls), per):
+        outs += subject.forwards(module, calls[start:start + per])
+    numeric = np.zeros(W.shape, dtype=np.float64)
+    for k, (row, j, width) in enumerate(steps):
+        plus, minus = (float(np.sum(out.astype(np.float64) * g64)) for out in outs[2 * k:2 * k + 2])
+        numeric[row, j] = (plus - minus) / width
     return numeric
