@@ -28,7 +28,8 @@ def batch_independence(subject, rng):
         call_name = "forward"
     # change[r, c]: how much sample r's output moved when sample c's input changed (every array input:
     # x and the encoder memory; a padding mask stays as it is)
-    change, tol = influence_matrix(call, kind, cfg, x, 0, rng)
+    change, tol = influence_matrix(call, kind, cfg, x, 0, rng, calls=_forwards(subject, module)
+                                   if kind.form != "function" else None)
     leaks = [(c, r) for c in range(B) for r in range(B) if r != c and change[r, c] > tol]
     view = heatmap(f"{kind.name}: max |change| of sample (row)'s output when sample (column)'s input changes; "
                    "off the diagonal must be 0", change.tolist(), xlabel="changed sample", ylabel="output sample")
@@ -43,3 +44,8 @@ def batch_independence(subject, rng):
             "axis, or a reshape that mixes samples (reshape(B*T, ...) read back in a different order)",
             metrics, {"views": [view]})
     return Outcome(f"changing each of the {B} samples moved only its own output", metrics, {"views": [view]})
+
+
+def _forwards(subject, module):
+    """forward on each of several argument tuples, in order (one request through a worker)."""
+    return lambda many: subject.forwards(module, [(args, []) for args in many])

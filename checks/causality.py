@@ -48,7 +48,8 @@ def causality(subject, rng):
     # only inputs declared causal are perturbed along time (a decoder's x; its encoder memory may be seen whole)
     which = [k for k, spec in enumerate(kind.input_specs()) if spec.causal and spec.role in ("float", "ids")]
     # change[r, c]: how much the output at position r moved when the input at position c was perturbed
-    change, tol = influence_matrix(lambda *inp: subject.forward(module, *inp), kind, cfg, inputs, 1, rng, which)
+    change, tol = influence_matrix(lambda *inp: subject.forward(module, *inp), kind, cfg, inputs, 1, rng, which,
+                                   calls=lambda many: subject.forwards(module, [(args, []) for args in many]))
     leaks = [(c, r) for c in range(T) for r in range(c) if change[r, c] > tol]
     view = heatmap(f"{kind.name}: max |change| of the output at position (row) when the input at position "
                    "(column) is perturbed; above the diagonal must be 0",

@@ -19,13 +19,18 @@ def perturbed(kind, cfg, x, axis, index, rng, ids=None):
     return y
 
 
-def influence_matrix(call, kind, cfg, x, axis, rng, which=None):
+BATCH_BYTES = 8 << 20      # inputs given to `calls` at once, at most
+
+
+def influence_matrix(call, kind, cfg, x, axis, rng, which=None, calls=None):
     """(change, tolerance): change[r, c] is how much the output's slice r along
     `axis` moved when the input's slice c along `axis` was perturbed. `x` is one
     array, or a tuple of forward's inputs (then `call` takes them all, and the
     inputs at positions `which` are perturbed together; default: every float or
     id array). `call` gets fresh copies each time (mutating them is
-    input_mutation's finding)."""
+    input_mutation's finding). calls(list of argument tuples) -> their outputs, if
+    given, makes the same calls in the same order several at a time (Subject.forwards:
+    through a worker, one request for up to BATCH_BYTES of inputs)."""
     many = isinstance(x, tuple)
     inputs = x if many else (x,)
     specs = kind.input_specs() if many else ()
@@ -33,20 +38,25 @@ def influence_matrix(call, kind, cfg, x, axis, rng, which=None):
         which = [k for k, a in enumerate(inputs) if isinstance(a, np.ndarray)
                  and (not many or specs[k].role in ("float", "ids"))]
 
-    def run(args):
-        return call(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    def run(many):
+        fresh = [tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args) for args in many]
+        if calls is None:
+            return [call(*args) for args in fresh]
+        size = max(1, sum(a.nbytes for a in inputs if isinstance(a, np.ndarray)))
+        per = max(1, BATCH_BYTES // size)
+        return [out for start in range(0, len(fresh), per) for out in calls(fresh[start:start + per])]
 
-    first = run(inputs)
+    first, again = run([inputs, inputs])
     base = first.astype(np.float64)
     # Otherwise every slice looks like it moves every output, and the leak is blamed on the
     # wrong thing (a mask, a reshape) when the cause is randomness in forward.
-    require_repeatable("forward", first, run(inputs), "which outputs an input position moves")
+    require_repeatable("forward", first, again, "which outputs an input position moves")
     allowed = tolerance("repeat", cfg.np_dtype, first).allowed(max(float(np.abs(base).max()), 1.0))
     n = inputs[which[0]].shape[axis]
     change = np.zeros((n, n))
-    for c in range(n):
-        moved = tuple(perturbed(kind, cfg, a, axis, c, rng, specs[k].role == "ids" if many else None)
-                      if k in which else a for k, a in enumerate(inputs))
-        diff = np.abs(run(moved).astype(np.float64) - base)
+    moved = [tuple(perturbed(kind, cfg, a, axis, c, rng, specs[k].role == "ids" if many else None)
+                   if k in which else a for k, a in enumerate(inputs)) for c in range(n)]
+    for c, out in enumerate(run(moved)):
+        diff = np.abs(out.astype(np.float64) - base)
         change[:, c] = np.moveaxis(diff, axis, 0).reshape(n, -1).max(axis=1)
     return change, allowed
