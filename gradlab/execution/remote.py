@@ -320,8 +320,9 @@ class grads_with_backward:
         session = self.session
         if session is not None and self.generation == session.generation:
             hint = session.backward_ahead
-            if hint is None or hint["grads"] != self.handles or (self.on is not None and hint["on"] != self.on):
-                hint = session.backward_ahead = {"grads": self.handles, "on": self.on}
+            if hint is None or hint["generation"] != self.generation or hint["grads"] != self.handles or \
+                    (self.on is not None and hint["on"] != self.on):    # (a new worker reuses handle numbers)
+                hint = session.backward_ahead = {"grads": self.handles, "on": self.on, "generation": self.generation}
             hint.update(last=None, active=True)
         return self
 
