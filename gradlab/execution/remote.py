@@ -306,7 +306,8 @@ class grads_with_backward:
 
     def __init__(self, slots, module=None):
         remote = [s for s in slots if isinstance(s, RemoteSlot)]
-        self.session = remote[0]._r[0] if remote and len(remote) == len(slots) else None
+        one = remote and len(remote) == len(slots) and all(s._r[:2] == remote[0]._r[:2] for s in remote)
+        self.session = remote[0]._r[0] if one else None     # one worker's parameters, or nothing to do
         self.slots = remote      # held: the worker keeps them while the block may read them
         self.handles = [s._r[2] for s in remote]
         self.generation = remote[0]._r[1] if remote else None
