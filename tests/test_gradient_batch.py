@@ -232,6 +232,23 @@ def test_an_answer_of_the_rehearsal_not_used_still_shares_what_it_found(zoo, mon
     assert a.status == b.status == "pass" and a.message == b.message, (a.message, b.message)
 
 
+@pytest.mark.parametrize("dropped", ["forward", "backward"])
+def test_after_an_answer_not_used_the_module_is_as_gradlab_left_it(tmp_path, monkeypatch, dropped):
+    # the rehearsal ran on (backward, the points) past the request gradlab then sent itself: the module's
+    # caches hold the last point's input, so gradlab's backward would use the wrong x. gradlab calls the
+    # forward it took from the rehearsal again first, and the records are those of gradlab's own process
+    from gradlab.execution import remote
+    real = remote.signature
+
+    def differs(op, steps, *rest):
+        sig = real(op, steps, *rest)
+        return None if steps and steps[0][1] == dropped and len(steps) == 1 else sig
+    monkeypatch.setattr(remote, "signature", differs)
+    path = _student(tmp_path, "plain", FLAKY.format(when=-1, what="pass"))
+    here, there = _gradient_message(path, False), _gradient_message(path, True)
+    assert here == there and here[0] == "pass", (here, there)
+
+
 def test_a_float32_module_in_a_float64_run_ends_the_rehearsal_at_its_float64_copy(tmp_path):
     # the numerics move to a float64 copy built by a second build(cfg): the rehearsal stops there (it
     # does not judge a float32 computation gradlab will not make), and gradlab sends the rest

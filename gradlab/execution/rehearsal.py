@@ -175,7 +175,8 @@ class Rehearsal(Subject):
         """Send the build's reply now, if it is not sent yet."""
         if self._send_build is not None:
             send, self._send_build = self._send_build, None
-            send(self.found)
+            plain = self.found is not None and all(type(slot.value) is np.ndarray for slot in self.found)
+            send(self.found if plain else None)     # (describe_slots makes a subclass a view: not of ours)
 
     def forward(self, module, *inputs, **kwargs):
         self.flush()
@@ -335,6 +336,7 @@ class Recorded:
         self.stamp = stamp                  # Session.requests when the build's reply came
         self.progress = progress            # the worker's progress file
         self.index = {}                     # id(parameter mirror) -> its position among the module's
+        self.last = None                    # (what, step) of the last forward answered from the rehearsal
 
     def slots(self, found):
         self.index = {id(slot.value): i for i, slot in enumerate(found)}

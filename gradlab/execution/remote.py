@@ -1026,6 +1026,8 @@ class Session:
             self._absorb(what, message)
             self._drain(what)
             return None
+        # the last forward gradlab took from the rehearsal: called again if the rest is dropped (see _drain)
+        recorded.last = (what, steps[0]) if op == "call" and steps[0][1] == "forward" else None
         return dict(message["entry"]["reply"], b=message.get("b"))
 
     def _next_rehearsed(self, what):
@@ -1041,12 +1043,18 @@ class Session:
         return message
 
     def _drain(self, what):
-        """Read the rest of a rehearsal (its calls ran: the arrays they changed come back)."""
+        """Read the rest of a rehearsal (its calls ran: the arrays they changed come back). Its calls
+        after the answers gradlab used ran too: when the last answer used was a forward, that forward is
+        called again, so the module holds what gradlab's next call expects (a backward uses the input of
+        the forward before it, not of the rehearsal's last point)."""
+        recorded = self._recorded
         while self._recorded is not None:
             message = self._next_rehearsed(what)
             if message is not None:
                 self._absorb(what, message)
-
+        if recorded is not None and recorded.last is not None:
+            (said, (handle, method, args, kwargs, _)), recorded.last = recorded.last, None
+            self.call(said, handle, method, args, kwargs)
     def _absorb(self, what, message):
         """A rehearsal's answer gradlab does not use: the parameters it shared (found after a backward) are
         taken as mirrors all the same, then let go (the worker is told with the next request), so that
