@@ -357,7 +357,8 @@ def markdown(cost, detection, alarms, torch_result, note):
     out += ["", "Reading the cost table:", "",
             f"- The default check spends {cost[0]['check_calls'].split(' + ')[0]} and 1 backward of the module "
             "(the analytical pass, the centre value reused from it, then central differences at steps h and h/2 "
-            "along one random direction over all tensors): the 'build + module calls' column, about 4x. The rest "
+            "along one random direction over all tensors; forward's repeatability is verified with one more "
+            "forward only when the verdict is not a clean pass): the 'build + module calls' column, about 4x. The rest "
             "is fixed Python work per check (building the direction, writing and restoring the perturbed "
             "arrays, gradlab's guard around every call into student code with its timeout timer, validating "
             "every returned array) -- about 1 ms, which dominates for modules whose forward+backward takes "
