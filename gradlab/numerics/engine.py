@@ -248,8 +248,7 @@ class Engine:
         collect() (points may return a callable for the values), and the steps' dot products are
         worked out in between."""
         if self._points is None:
-            rows = self._rows(dirs, steps)
-            out = list(zip(self._at(dirs, steps, rows), self._dots(dirs, steps, rows)))
+            out = list(zip(self._at(dirs, steps), self._dots(dirs, steps)))
             return lambda: out
         self.calls += len(steps)
         pending = self._points(dirs, steps)
@@ -262,67 +261,57 @@ class Engine:
             return list(zip(values, dots))
         return collect
 
-    def _rows(self, dirs, steps):
-        """Per tensor, the points original + s * d for each s in steps, in float64 (point_value's
-        arithmetic: d * s, then + the original), one row per step; None for a tensor not moved, or too
-        large to hold every step at once (its points are then worked out step by step)."""
-        column = np.asarray(steps, dtype=np.float64)[:, None]
-        out = []
-        for i, d in enumerate(dirs):
-            if d is None or d.size * len(steps) > DOTS_AT_ONCE:
-                out.append(None)
-                continue
-            rows = column * d.reshape(-1)
-            rows += self._originals64[i].reshape(-1)
-            out.append(rows)
-        return out
-
-    def _at(self, dirs, steps, rows):
-        """[f] at original + s * d (cast to the arrays' dtypes) for each s in steps, one point at a time:
-        point_value's bits (the rows of _rows where there are), written in place, f(). Every point
+    def _at(self, dirs, steps):
+        """[f] at original + s * d (cast to the arrays' dtypes) for each s in steps, one point at a time
+        (no more memory than one point's): point_value's bits, written in place, f(). Every point
         overwrites every array it touches, so they are restored once, exactly, after the last (and when
         the student's code raises)."""
         touched = [i for i, d in enumerate(dirs) if d is not None]
         originals = self._originals     # copied before the first write
         out = []
         try:
-            for k, s in enumerate(steps):
-                for i in touched:
-                    t = self.tensors[i]
-                    if rows[i] is not None:
-                        t.array[...] = rows[i][k].reshape(t.array.shape)   # (rounds to the array's dtype)
-                    elif type(t.array) is np.ndarray and t.array.dtype == np.float64:   # in place, no copy
-                        np.multiply(dirs[i], s, out=t.array)
-                        t.array += self._originals64[i]
-                    else:
-                        step = dirs[i] * s
-                        step += self._originals64[i]
-                        t.array[...] = step
+            for s in steps:
+                self._write_point(dirs, s)
                 out.append(self.evaluate())
             return out
         finally:
             for i in touched:
                 self.tensors[i].array[...] = originals[i]
 
-    def _dots(self, dirs, steps, rows=None):
+    def _write_point(self, dirs, s):
+        """Write original + s * d into the arrays (point_value's bits)."""
+        for i, d in enumerate(dirs):
+            if d is None:
+                continue
+            t, o64 = self.tensors[i], self._originals64[i]
+            if type(t.array) is np.ndarray and t.array.dtype == np.float64:   # in place: no copy, no allocation
+                np.multiply(d, s, out=t.array)
+                t.array += o64
+            else:
+                step = d * s
+                step += o64
+                t.array[...] = step                   # rounds to the array's dtype
+
+    def _dots(self, dirs, steps):
         """[<a, the step actually taken> to original + s * d (point_value's bits, rounded to the array's
-        dtype) for each s in steps]: all the steps of a tensor in one pass. rows: _rows' (used up here)."""
-        rows = rows or self._rows(dirs, steps)
+        dtype) for each s in steps]: all the steps of a tensor in one pass (one row per step; row by row
+        for a tensor too large for that)."""
         total = np.zeros(len(steps))
+        column = np.asarray(steps, dtype=np.float64)[:, None]
         for i, d in enumerate(dirs):
             if d is None:
                 continue
             t, o64 = self.tensors[i], self._originals64[i].reshape(-1)
-            a = t.analytical.reshape(-1)
-            taken = rows[i]
-            if taken is None:       # too large for all the steps at once: one at a time
-                taken = [np.multiply(d.reshape(-1), s) + o64 for s in steps]
+            flat, a = d.reshape(-1), t.analytical.reshape(-1)
+            rows = [column] if flat.size * len(steps) <= DOTS_AT_ONCE else [column[k:k + 1] for k in range(len(steps))]
             parts = []
-            for part in ([taken] if rows[i] is not None else [p[None, :] for p in taken]):
+            for part in rows:
+                taken = part * flat                   # point_value's arithmetic: d * s ...
+                taken += o64                          # ... + the original ...
                 if t.array.dtype != np.float64:
-                    part = part.astype(t.array.dtype).astype(np.float64)      # rounded to the array's dtype
-                part -= o64                           # the step actually taken
-                parts.append(part @ a)
+                    taken = taken.astype(t.array.dtype).astype(np.float64)    # ... rounded to the array's dtype
+                taken -= o64                          # the step actually taken
+                parts.append(taken @ a)
             total += np.concatenate(parts)
         return [float(v) for v in total]
 
