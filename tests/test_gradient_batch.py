@@ -213,18 +213,24 @@ def test_a_forward_that_hangs_mid_batch_is_stopped_with_where(tmp_path):
     assert status == "error" and "forward ran past" in message and "last seen at hangs.py:" in message
 
 
-@pytest.mark.parametrize("dropped", ["forward", "backward"])
-def test_an_answer_of_the_rehearsal_not_used_still_shares_what_it_found(zoo, monkeypatch, dropped):
-    # the nested block's LayerNorm parameters show only after a backward: the rehearsal's answer for the
-    # backward shares them. When gradlab does not use that answer (its request differs), it takes the
-    # parameters all the same, so its next requests and the worker agree on what is shared.
+@pytest.fixture(params=["forward", "backward"])
+def answer_not_used(request, monkeypatch):
+    """gradlab's signature of the forward (or the backward) request differs from the rehearsal's, so it
+    does not use that answer: it drops the rest of the rehearsal and sends its own requests."""
     from gradlab.execution import remote
     real = remote.signature
 
     def differs(op, steps, *rest):
         sig = real(op, steps, *rest)
-        return None if steps and steps[0][1] == dropped and len(steps) == 1 else sig
+        return None if steps and steps[0][1] == request.param and len(steps) == 1 else sig
     monkeypatch.setattr(remote, "signature", differs)
+    return request.param
+
+
+def test_an_answer_of_the_rehearsal_not_used_still_shares_what_it_found(zoo, answer_not_used):
+    # the nested block's LayerNorm parameters show only after a backward: the rehearsal's answer for the
+    # backward shares them. When gradlab does not use that answer (its request differs), it takes the
+    # parameters all the same, so its next requests and the worker agree on what is shared.
     path = zoo("red_mod_block_ok_nested.py")
     here = gradlab.check("block", impl=path, checks="gradient", seed=0, isolate=False)
     there = gradlab.check("block", impl=path, checks="gradient", seed=0, isolate=True)
@@ -232,18 +238,10 @@ def test_an_answer_of_the_rehearsal_not_used_still_shares_what_it_found(zoo, mon
     assert a.status == b.status == "pass" and a.message == b.message, (a.message, b.message)
 
 
-@pytest.mark.parametrize("dropped", ["forward", "backward"])
-def test_after_an_answer_not_used_the_module_is_as_gradlab_left_it(tmp_path, monkeypatch, dropped):
+def test_after_an_answer_not_used_the_module_is_as_gradlab_left_it(tmp_path, answer_not_used):
     # the rehearsal ran on (backward, the points) past the request gradlab then sent itself: the module's
     # caches hold the last point's input, so gradlab's backward would use the wrong x. gradlab calls the
     # forward it took from the rehearsal again first, and the records are those of gradlab's own process
-    from gradlab.execution import remote
-    real = remote.signature
-
-    def differs(op, steps, *rest):
-        sig = real(op, steps, *rest)
-        return None if steps and steps[0][1] == dropped and len(steps) == 1 else sig
-    monkeypatch.setattr(remote, "signature", differs)
     path = _student(tmp_path, "plain", FLAKY.format(when=-1, what="pass"))
     here, there = _gradient_message(path, False), _gradient_message(path, True)
     assert here == there and here[0] == "pass", (here, there)
