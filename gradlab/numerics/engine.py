@@ -48,7 +48,6 @@ KINK_NOISE = 20.0            # ... and clearly above the noise
 NOISE_CAP = 100.0            # f's measured rounding noise is trusted up to this x eps * sum|terms|
 MAX_GROUPS = 4               # bisection follows at most this many failing groups per level
 UNSTABLE_FRACTION = 0.1      # a first step whose error bound is this fraction of the derivative's size
-DOTS_AT_ONCE = 1 << 22       # elements x steps whose steps taken are worked out in one array (32 MB)
 
 
 _POOL_SIZE = 1 << 16
@@ -213,6 +212,7 @@ class Engine:
         self.calls = 0
         self.noise_f = eps_numeric * self.f_abs   # rounding noise of f: a floor, raised by every measurement
         self._kept = None                          # the arrays' original contents, copied on first use
+        self._scratch, self._steps = None, [None] * len(tensors)      # see _step_buffer
         self._largests = [None] * len(tensors)
         # f at the unperturbed point; a caller that just ran forward there may pass it in (one call saved)
         self.f0 = self.evaluate() if f0 is None else float(f0)
@@ -248,11 +248,11 @@ class Engine:
         collect() (points may return a callable for the values), and the steps' dot products are
         worked out in between."""
         if self._points is None:
-            out = list(zip(self._at(dirs, steps), self._dots(dirs, steps)))
+            out = self._at(dirs, steps)
             return lambda: out
         self.calls += len(steps)
         pending = self._points(dirs, steps)
-        dots = self._dots(dirs, steps)
+        dots = [self._dot(dirs, s) for s in steps]
 
         def collect():
             values = [float(v) for v in (pending() if callable(pending) else pending)]
@@ -262,24 +262,26 @@ class Engine:
         return collect
 
     def _at(self, dirs, steps):
-        """[f] at original + s * d (cast to the arrays' dtypes) for each s in steps, one point at a time
-        (no more memory than one point's): point_value's bits, written in place, f(). Every point
-        overwrites every array it touches, so they are restored once, exactly, after the last (and when
-        the student's code raises)."""
+        """[(f, <a, the step actually taken>)] at original + s * d (cast to the arrays' dtypes) for each
+        s in steps, one point at a time (no more memory than one point's): point_value's bits, written in
+        place, f(). Every point overwrites every array it touches, so they are restored once, exactly,
+        after the last (and when the student's code raises)."""
         touched = [i for i, d in enumerate(dirs) if d is not None]
         originals = self._originals     # copied before the first write
         out = []
         try:
             for s in steps:
-                self._write_point(dirs, s)
-                out.append(self.evaluate())
+                dot = self._write_point(dirs, s)
+                out.append((self.evaluate(), dot))
             return out
         finally:
             for i in touched:
                 self.tensors[i].array[...] = originals[i]
 
     def _write_point(self, dirs, s):
-        """Write original + s * d into the arrays (point_value's bits)."""
+        """Write original + s * d into the arrays (point_value's bits); -> <a, the step actually taken>,
+        computed as _dot computes it."""
+        dot = 0.0
         for i, d in enumerate(dirs):
             if d is None:
                 continue
@@ -287,33 +289,42 @@ class Engine:
             if type(t.array) is np.ndarray and t.array.dtype == np.float64:   # in place: no copy, no allocation
                 np.multiply(d, s, out=t.array)
                 t.array += o64
+                step = np.subtract(t.array, o64, out=self._step_buffer(i))   # the step actually taken
             else:
                 step = d * s
                 step += o64
                 t.array[...] = step                   # rounds to the array's dtype
+                step[...] = t.array                   # the value actually written
+                step -= o64                           # the step actually taken
+            dot += float(np.vdot(t.analytical, step))
+        return dot
 
-    def _dots(self, dirs, steps):
-        """[<a, the step actually taken> to original + s * d (point_value's bits, rounded to the array's
-        dtype) for each s in steps]: all the steps of a tensor in one pass (one row per step; row by row
-        for a tensor too large for that)."""
-        total = np.zeros(len(steps))
-        column = np.asarray(steps, dtype=np.float64)[:, None]
+    def _step_buffer(self, i):
+        """A float64 array of tensor i's shape for the steps taken: views of one buffer, as large as
+        the largest tensor (one allocation per engine)."""
+        view = self._steps[i]
+        if view is None:
+            if self._scratch is None:
+                self._scratch = np.empty(max(t.array.size for t in self.tensors), dtype=np.float64)
+            view = self._steps[i] = self._scratch[:self.tensors[i].array.size].reshape(self.tensors[i].array.shape)
+        return view
+
+    def _dot(self, dirs, s):
+        """<a, the step actually taken> to original + s * d (point_value's bits): what _write_point
+        computes, without writing (the points are evaluated elsewhere)."""
+        dot = 0.0
         for i, d in enumerate(dirs):
             if d is None:
                 continue
-            t, o64 = self.tensors[i], self._originals64[i].reshape(-1)
-            flat, a = d.reshape(-1), t.analytical.reshape(-1)
-            rows = [column] if flat.size * len(steps) <= DOTS_AT_ONCE else [column[k:k + 1] for k in range(len(steps))]
-            parts = []
-            for part in rows:
-                taken = part * flat                   # point_value's arithmetic: d * s ...
-                taken += o64                          # ... + the original ...
-                if t.array.dtype != np.float64:
-                    taken = taken.astype(t.array.dtype).astype(np.float64)    # ... rounded to the array's dtype
-                taken -= o64                          # the step actually taken
-                parts.append(taken @ a)
-            total += np.concatenate(parts)
-        return [float(v) for v in total]
+            t, o64 = self.tensors[i], self._originals64[i]
+            if t.array.dtype == np.float64:         # point_value's arithmetic, in place
+                step = np.multiply(d, s, out=self._step_buffer(i))
+                step += o64
+                step -= o64
+            else:
+                step = point_value(d, s, o64, t.array.dtype) - o64
+            dot += float(np.vdot(t.analytical, step))
+        return dot
 
     def _largest(self, i):
         """max |analytical| of tensor i (0 for an empty one), worked out once."""
