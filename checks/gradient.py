@@ -135,7 +135,8 @@ class ModuleSetup:
         self.slots = subject.slots(self.module)
         self.calls = 0
         self.verified = False
-        self.first = None       # (inputs, output) of the first forward, until its repeatability is verified
+        self.first = None       # (inputs, output) of the first forward, while its repeatability is not verified
+        self.repeat_verified = False
         if self.slots:
             randomize_params(self.slots, FastNormals(rng, sum(sl.value.size for sl in self.slots)))
         else:
@@ -143,7 +144,7 @@ class ModuleSetup:
 
     def _fresh(self, rng):
         self.module, self.slots = self.subject.fresh(rng)
-        self.first = None    # a new module, new parameters: its own first output
+        self.first, self.repeat_verified = None, False    # a new module, new parameters: its own first output
         self.calls += 2      # fresh() runs one forward and one backward
         self.verified = True
 
@@ -154,7 +155,7 @@ class ModuleSetup:
         # numerics perturb, the diagnosis' context), and a forward that edits x in place would otherwise move
         # that point between calls; input_mutation names the in-place edit.
         out = s.forward(self.module, *copies(inputs))
-        if self.first is None:    # kept to verify repeatability once, when the verdict is anything but a clean pass
+        if self.first is None and not self.repeat_verified:    # to verify repeatability when the verdict is not a clean pass
             self.first = (inputs, out.copy())      # (the student's own array, maybe: its backward may edit it)
         g = FastNormals(rng).standard_normal(out.shape).astype(out.dtype)   # the g backward sees...
         g64 = g.astype(np.float64)                               # ...is exactly the g in f
@@ -247,10 +248,10 @@ class ModuleSetup:
         output. A forward that is not repeatable (dropout left on, a call counter) makes the joint directional
         check fail or look unsmooth, and judge() calls this before any verdict other than a clean pass, so the
         message names the cause; a clean pass saves the forward."""
-        if self.first is None or self.first is True:
+        if self.first is None:
             return
-        inputs, out = self.first
-        self.first = True
+        (inputs, out), self.first = self.first, None
+        self.repeat_verified = True
         self.calls += 1
         again = self.subject.forward(self.module, *copies(inputs))
         require_repeatable("forward", out, again, "the gradient")

@@ -16,7 +16,6 @@ from gradlab.numerics.tolerance import tolerance
 
 STEP = {"float64": 1e-6, "float32": 1e-3}
 MAX_NUMERIC_ROWS = 2                                  # repeated ids checked numerically (each costs 2*D forwards)
-BATCH_BYTES = 8 << 20                                 # perturbed copies of the table sent in one request, at most
 
 
 def repeated_batch(cfg, rng):
@@ -130,7 +129,7 @@ def repeated_ids(subject, rng):
 def _numeric_rows(subject, module, ids, g, W, rows):
     """Central differences of sum(forward(ids) * g) with respect to W[rows] (other rows left 0).
     Each forward runs with W holding one perturbed entry during that call only (subject.forwards:
-    through a worker, up to BATCH_BYTES of perturbed tables in one request, not one each)."""
+    through a worker, a request per few MB of perturbed tables, not one each)."""
     dtype = subject.cfg.np_dtype.name
     g64 = g.astype(np.float64)
     calls, steps = [], []
@@ -145,10 +144,7 @@ def _numeric_rows(subject, module, ids, g, W, rows):
                 taken.append(float(contents[row, j]))      # the step actually taken (float32 rounds it)
                 calls.append(((ids.copy(),), [(W, contents)]))
             steps.append((row, j, taken[0] - taken[1]))
-    per = max(2, BATCH_BYTES // max(W.nbytes, 1))
-    outs = []
-    for start in range(0, len(calls), per):
-        outs += subject.forwards(module, calls[start:start + per])
+    outs = subject.forwards(module, calls)
     numeric = np.zeros(W.shape, dtype=np.float64)
     for k, (row, j, width) in enumerate(steps):
         plus, minus = (float(np.sum(out.astype(np.float64) * g64)) for out in outs[2 * k:2 * k + 2])

@@ -120,6 +120,24 @@ def test_the_gradient_check_on_the_attention_makes_four_requests_or_one_rehearse
 
 # ---- Subject.forwards: parameters held for one call, then restored exactly ------------------------
 
+def test_forwards_beyond_the_batch_size_go_in_several_requests_in_order(worker_impl, monkeypatch):
+    from gradlab.execution import subject as subject_module
+    outs, requests = [], []
+    for impl in (loader.reference(), worker_impl):
+        subject = _subject(impl)
+        module = subject.build()
+        slots = subject.slots(module)
+        x = subject.make_inputs(np.random.default_rng(0))
+        calls = [((x[0] + k,), [(slots[0].value, slots[0].value + 0.01 * k)]) for k in range(5)]
+        size = x[0].nbytes + slots[0].value.nbytes
+        monkeypatch.setattr(subject_module, "BATCH_BYTES", 2 * size)      # two calls a request
+        before = getattr(getattr(impl, "session", None), "requests", 0)
+        outs.append(subject.forwards(module, calls))
+        requests.append(getattr(getattr(impl, "session", None), "requests", 0) - before)
+    assert requests == [0, 3]
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(*outs)) and len(outs[1]) == 5
+
+
 def test_forwards_hold_parameters_for_one_call_and_restore_them_on_both_sides(worker_impl):
     outs, mirrors = [], []
     for impl in (loader.reference(), worker_impl):

@@ -355,39 +355,45 @@ def test_a_forged_reply_through_a_worker_is_one_error_line(tmp_path):
     assert "malformed reply" in bad[0].message, bad[0].message
 
 
+FORGES_IN_BACKWARD = """
+    import os, sys
+    import numpy as np
+    import gradlab
+
+    BACKWARDS = []
+
+
+    class Forges:
+        def __init__(self, cfg):
+            self.params = {{"w": np.random.default_rng(0).standard_normal((cfg.d_model, cfg.d_model))}}
+            self.grads = {{}}
+
+        def forward(self, x):
+            self.x = x
+            return x @ self.params["w"]
+
+        def backward(self, g):
+            BACKWARDS.append(1)
+            if len(BACKWARDS) == 2 and {when}:      # the gradient check's backward (the first is smoke's)
+                head = {head!r}
+                body = len(head).to_bytes(4, "little") + head + bytes({extra})
+                os.write(int(sys.argv[2]), len(body).to_bytes(8, "little") + body)
+            self.grads["w"] = self.x.reshape(-1, self.x.shape[-1]).T @ g.reshape(-1, g.shape[-1])
+            return g @ self.params["w"].T
+
+
+    @gradlab.register("ffn")
+    def build(cfg):
+        return Forges(cfg)
+"""
+
+
 @pytest.mark.parametrize("rehearsed", [True, False])
 def test_a_forged_reply_to_a_batch_is_a_malformed_reply_not_the_students_exception(tmp_path, monkeypatch, rehearsed):
     monkeypatch.setattr(rehearsal, "ENABLED", rehearsed)
-    path = tmp_path / "forge_batch.py"
-    path.write_text(textwrap.dedent('''
-        import os, sys
-        import numpy as np
-        import gradlab
-
-        BACKWARDS = []
-
-        class Forges:
-            def __init__(self, cfg):
-                self.params = {"w": np.random.default_rng(0).standard_normal((cfg.d_model, cfg.d_model))}
-                self.grads = {}
-
-            def forward(self, x):
-                self.x = x
-                return x @ self.params["w"]
-
-            def backward(self, g):
-                BACKWARDS.append(1)
-                if len(BACKWARDS) == 2:      # the gradient check's backward: one call in a batch request
-                    head = b'{"value": [{"value": {"a": 0, "dtype": "<f8", "shape": [1000]}}], "b": [8]}'
-                    body = len(head).to_bytes(4, "little") + head + bytes(8)
-                    os.write(int(sys.argv[2]), len(body).to_bytes(8, "little") + body)
-                self.grads["w"] = self.x.reshape(-1, self.x.shape[-1]).T @ g.reshape(-1, g.shape[-1])
-                return g @ self.params["w"].T
-
-        @gradlab.register("ffn")
-        def build(cfg):
-            return Forges(cfg)
-    '''))
+    path = tmp_path / "forge_batch.py"      # a reply to a batch of one call, with an array too large for it
+    path.write_text(textwrap.dedent(FORGES_IN_BACKWARD.format(
+        when="True", head=b'{"value": [{"value": {"a": 0, "dtype": "<f8", "shape": [1000]}}], "b": [8]}', extra=8)))
     result = gradlab.check("ffn", impl=str(path), checks="gradient", seed=0, isolate=True)
     (gradient,) = [c for c in result.checks if c.name == "gradient"]
     assert gradient.status == "error" and "\n" not in gradient.message
@@ -398,37 +404,10 @@ def test_a_forged_reply_to_a_batch_is_a_malformed_reply_not_the_students_excepti
 
 def test_a_forged_reply_of_the_wrong_shape_ends_the_worker_so_the_next_check_is_not_out_of_step(tmp_path):
     marker = tmp_path / "forged"
-    path = tmp_path / "forge_once.py"
-    path.write_text(textwrap.dedent(f'''
-        import os, sys
-        import numpy as np
-        import gradlab
-
-        BACKWARDS = []
-
-        class ForgesOnce:
-            def __init__(self, cfg):
-                self.params = {{"w": np.random.default_rng(0).standard_normal((cfg.d_model, cfg.d_model))}}
-                self.grads = {{}}
-
-            def forward(self, x):
-                self.x = x
-                return x @ self.params["w"]
-
-            def backward(self, g):
-                BACKWARDS.append(1)
-                if len(BACKWARDS) == 2 and not os.path.exists({str(marker)!r}):   # a batch of one call
-                    open({str(marker)!r}, "w").close()
-                    head = b'{{"value": [], "b": []}}'                             # no value for it
-                    body = len(head).to_bytes(4, "little") + head
-                    os.write(int(sys.argv[2]), len(body).to_bytes(8, "little") + body)
-                self.grads["w"] = self.x.reshape(-1, self.x.shape[-1]).T @ g.reshape(-1, g.shape[-1])
-                return g @ self.params["w"].T
-
-        @gradlab.register("ffn")
-        def build(cfg):
-            return ForgesOnce(cfg)
-    '''))
+    path = tmp_path / "forge_once.py"       # once: a reply with no value for the batch's call
+    path.write_text(textwrap.dedent(FORGES_IN_BACKWARD.format(
+        when=f"not os.path.exists({str(marker)!r}) and not open({str(marker)!r}, 'w').close()",
+        head=b'{"value": [], "b": []}', extra=0)))
     result = gradlab.check("ffn", impl=str(path), checks="gradient,determinism", seed=0, isolate=True)
     gradient, determinism = [c for c in result.checks if c.name in ("gradient", "determinism")]
     assert marker.exists()

@@ -6,11 +6,11 @@ it; the four points of the directional check).
 In the worker, `rehearse` runs gradlab's own check code (checks/gradient.py:
 ModuleSetup and judge, the same functions gradlab runs) on a Rehearsal, a
 Subject whose calls run right there, from a copy of gradlab's random
-generator. Each call into the student's code is recorded as the worker would
-have answered the request gradlab makes for it, with the request's signature:
+generator. The build's reply goes first; then, as each request gradlab will make
+for the student's code is run, its reply is sent, with the request's signature:
 what was called, with which arguments (fingerprints), which parameters held
 which points. The rehearsal stops after the points, or at the first thing it
-does not expect (a second build, a call that raised, anything else).
+does not expect (a second build, a call that raised, anything else), and says so.
 
 In gradlab's process, the check then runs exactly as without a rehearsal.
 A request it is about to send is answered from the rehearsal instead only when
@@ -40,7 +40,7 @@ from gradlab.execution.subject import Subject
 
 ENABLED = True      # False: every request is sent (tests compare the two ways; benchmarks measure the difference)
 MAX_CALLS = 12      # a rehearsal's request lasts at most this many time limits (the gradient check's makes 7 calls)
-CALLS = ("build(cfg)", "forward", "backward", "finding parameters", "reading gradients", "reading attn_weights")
+CALLS = ("build(cfg)", "forward", "backward", "finding parameters", "reading gradients")   # its progress words
 
 
 def names_a_call(what):
@@ -99,7 +99,7 @@ def signature(op, steps, ahead, index_of, err):
                 return None
             held.append([where, fp(contents[0])] + [float(c) for c in contents[1:]])
         out.append([handle, method, fps, held])
-    if None in (fp for step in out for fp in step[2]) or any(None in w for step in out for w in step[3]):
+    if any(None in step[2] or any(None in w for w in step[3]) for step in out):
         return None
     return {"op": op, "steps": out, "ahead": ahead, "err": err}
 
@@ -131,7 +131,6 @@ class Rehearsal(Subject):
         self.index = {}           # id(parameter array) -> its position among the module's parameters
         self.found = None         # the parameters found after the build
         self._send_build = send_build   # sends the build's reply: once, before the first recorded call
-        self.sent = 0             # entries sent
         self._progress = _Progress(header["script"].get("progress"))
 
     # ---- what runs unrecorded: gradlab reading the module -------------------------------------
@@ -182,12 +181,12 @@ class Rehearsal(Subject):
         self.flush()
         args = self.complete(inputs)
         sig = self._signature("call", [(self.handle, "forward", args, kwargs, ())], None)
-        enc = self._enc = self.state.encoder()
+        enc = self.state.encoder()
         try:
             reply, value = self._call("forward", module, "forward", args, kwargs, enc)
         except self.w._StudentRaised as e:
-            self._record(sig, {"raised": e.info})
-        self._record(sig, reply)
+            self._record(sig, {"raised": e.info}, enc)
+        self._record(sig, reply, enc)
         return self._forward_output(value)
 
     def forwards(self, module, calls, deferred=False):
@@ -196,11 +195,9 @@ class Rehearsal(Subject):
 
     def _forward_batch(self, module, calls):
         self.flush()
-        self._enc = self.state.encoder()
-        by_value = self.state.encoder(by_value=True)
-        by_value.buffers = self._enc.buffers
+        enc, by_value = self._encoders()
         sig = self._signature("calls", [(self.handle, "forward", args, {}, writes) for args, writes in calls], None)
-        done, values, failed = [], [], None
+        done, failed = [], None
         for args, writes in calls:
             try:
                 with self.w.holding([(array, *contents) for array, *contents in writes]):
@@ -210,26 +207,21 @@ class Rehearsal(Subject):
                 failed = e.info
                 break
             done.append(reply)
-            values.append(value)
-        self._record(sig, {"value": done, **({"failed": failed} if failed else {})})
+        self._record(sig, {"value": done, **({"failed": failed} if failed else {})}, enc)
         raise _End()     # the points of the first directional check: where the rehearsal ends
 
     def _backward_ahead(self, module, grad_out, slots, kept):
         self.flush()
-        self._enc = self.state.encoder()
+        enc, by_value = self._encoders()
         read = {"slots": self.handle, **({"kept": self.handle} if kept else {})}
         sig = self._signature("calls", [(self.handle, "backward", (grad_out,), {}, ())],
                               ahead_signature(read, [self.index.get(id(slot.value)) for slot in slots]))
-        by_value = self.state.encoder(by_value=True)
-        by_value.buffers = self._enc.buffers
         try:
             reply, value = self._call("backward", module, "backward", (grad_out,), {}, by_value)
         except self.w._StudentRaised as e:
             e.info["index"] = 0
-            self._record(sig, {"value": [], "failed": e.info})
-            raise _End() from None
-        self._record(sig, {"value": [reply], "ahead": self.state.read_ahead(
-            read, self.header, self._enc, slots)})
+            self._record(sig, {"value": [], "failed": e.info}, enc)
+        self._record(sig, {"value": [reply], "ahead": self.state.read_ahead(read, self.header, enc, slots)}, enc)
         return value
 
     def _call(self, what, module, method, args, kwargs, enc):
@@ -237,15 +229,21 @@ class Rehearsal(Subject):
         self.state.rngs = []
         return self.state.invoke(self.header, module, method, args, kwargs, enc)
 
+    def _encoders(self):
+        """(an encoder for one message, one that sends arrays by value into the same buffers), as the
+        worker's "calls" request encodes its reply."""
+        enc, by_value = self.state.encoder(), self.state.encoder(by_value=True)
+        by_value.buffers = enc.buffers
+        return enc, by_value
+
     def _signature(self, op, steps, ahead):
         """The request's signature, taken before its calls run (they may edit their arguments in place)."""
         return signature(op, steps, ahead, self.index.get, self.err)
 
-    def _record(self, sig, reply):
-        """Send the reply of the request gradlab will make for these calls (each call has run: sent even
-        when the signature cannot be compared, for the arrays it changed)."""
-        self.state.send({"entry": {"sig": sig, "reply": reply}}, self._enc)
-        self.sent += 1
+    def _record(self, sig, reply, enc):
+        """Send the reply of the request gradlab will make for these calls, its buffers in enc (each call
+        has run: sent even when the signature cannot be compared, for the arrays it changed)."""
+        self.state.send({"entry": {"sig": sig, "reply": reply}}, enc)
         if sig is None or "failed" in reply or "raised" in reply:
             raise _End()
 

@@ -1055,6 +1055,7 @@ class Session:
         if recorded is not None and recorded.last is not None:
             (said, (handle, method, args, kwargs, _)), recorded.last = recorded.last, None
             self.call(said, handle, method, args, kwargs)
+
     def _absorb(self, what, message):
         """A rehearsal's answer gradlab does not use: the parameters it shared (found after a backward) are
         taken as mirrors all the same, then let go (the worker is told with the next request), so that

@@ -100,19 +100,21 @@ class Subject:
         value, as slots() gives it): it holds `contents` (or its own contents + s * d, as
         numerics.engine.point_value computes it) during that call only, and its own contents, bit for
         bit, after it. The student's code sees the same calls, arguments and state either way; through
-        a worker they make one request, and what forward does to its inputs is not sent back."""
+        a worker they make one request per BATCH_BYTES of arguments and contents, and what forward does
+        to its inputs is not sent back."""
         if not self.batched:
             outs = [self._forward_holding(module, inputs, writes) for inputs, writes in calls]
             return (lambda: outs) if deferred else outs
         if deferred:
             return lambda: self.forwards(module, calls)
-        values = self.run("forward", self._forward_batch, module, [(self.complete(inputs), writes)
-                                                                   for inputs, writes in calls])
         outs = []
-        for value in values:          # validated in order, as one call after the other would be
-            if isinstance(value, StudentError):
-                self.run("forward", _reraise, value)      # said as the call itself would say it
-            outs.append(self._forward_output(value))
+        for part in _batches(calls):
+            values = self.run("forward", self._forward_batch, module, [(self.complete(inputs), writes)
+                                                                       for inputs, writes in part])
+            for value in values:          # validated in order, as one call after the other would be
+                if isinstance(value, StudentError):
+                    self.run("forward", _reraise, value)      # said as the call itself would say it
+                outs.append(self._forward_output(value))
         return outs
 
     def _forward_batch(self, module, calls):
@@ -372,6 +374,25 @@ def _remote_module():
 
 def _reraise(error):
     raise error
+
+
+BATCH_BYTES = 8 << 20    # the arguments and held contents of the forwards sent in one request, at most
+
+
+def _batches(calls):
+    """`calls` (Subject.forwards') cut into consecutive runs of at most BATCH_BYTES each (a run has at
+    least one call). A point's direction (a (array, d, s) write) travels once per request: not counted."""
+    run, size = [], 0
+    for inputs, writes in calls:
+        nbytes = sum(a.nbytes for a in inputs if isinstance(a, np.ndarray)) + \
+            sum(w[1].nbytes for w in writes if len(w) == 2)
+        if run and size + nbytes > BATCH_BYTES:
+            yield run
+            run, size = [], 0
+        run.append((inputs, writes))
+        size += nbytes
+    if run:
+        yield run
 
 
 def usable_parameter(slot):

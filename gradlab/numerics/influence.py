@@ -19,9 +19,6 @@ def perturbed(kind, cfg, x, axis, index, rng, ids=None):
     return y
 
 
-BATCH_BYTES = 8 << 20      # inputs given to `calls` at once, at most
-
-
 def influence_matrix(call, kind, cfg, x, axis, rng, which=None, calls=None):
     """(change, tolerance): change[r, c] is how much the output's slice r along
     `axis` moved when the input's slice c along `axis` was perturbed. `x` is one
@@ -29,8 +26,8 @@ def influence_matrix(call, kind, cfg, x, axis, rng, which=None, calls=None):
     inputs at positions `which` are perturbed together; default: every float or
     id array). `call` gets fresh copies each time (mutating them is
     input_mutation's finding). calls(list of argument tuples) -> their outputs, if
-    given, makes the same calls in the same order several at a time (Subject.forwards:
-    through a worker, one request for up to BATCH_BYTES of inputs)."""
+    given, makes the same calls in the same order all at once (Subject.forwards: through a
+    worker, a request per few MB of inputs)."""
     many = isinstance(x, tuple)
     inputs = x if many else (x,)
     specs = kind.input_specs() if many else ()
@@ -42,9 +39,7 @@ def influence_matrix(call, kind, cfg, x, axis, rng, which=None, calls=None):
         fresh = [tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args) for args in many]
         if calls is None:
             return [call(*args) for args in fresh]
-        size = max(1, sum(a.nbytes for a in inputs if isinstance(a, np.ndarray)))
-        per = max(1, BATCH_BYTES // size)
-        return [out for start in range(0, len(fresh), per) for out in calls(fresh[start:start + per])]
+        return calls(fresh)
 
     first, again = run([inputs, inputs])
     base = first.astype(np.float64)
