@@ -200,7 +200,7 @@ class Engine:
                  idiom=None, eps_measured=None, points=None):
         self._f = f
         self._points = points
-        self._idiom = idiom or (lambda dirs, products: 0.0)
+        self._idiom = idiom      # None: no allowance (and the products it takes are not formed)
         self.tensors = tensors
         self.eps_numeric = eps_numeric
         self.eps_analytical = eps_analytical
@@ -328,8 +328,14 @@ class Engine:
 
     def _largest(self, i):
         """max |analytical| of tensor i (0 for an empty one), worked out once."""
+        return self._magnitudes(i)[1]
+
+    def _magnitudes(self, i):
+        """(|analytical| of tensor i, its largest entry), worked out once: every directional check
+        (a bisection makes dozens) weighs |d| by it."""
         if self._largests[i] is None:
-            self._largests[i] = float(np.abs(self.tensors[i].analytical).max(initial=0.0))
+            size = np.abs(self.tensors[i].analytical)
+            self._largests[i] = (size, float(size.max(initial=0.0)))
         return self._largests[i]
 
     # ---- one directional comparison ----------------------------------------
@@ -348,12 +354,13 @@ class Engine:
         # float16: rounding is relative to the module's largest gradient entry, not the tensor's own (a key
         # bias' gradient is 0 in theory and float16 noise of the key gradients in practice)
         module_max = max(self._largest(i) for i in range(len(self.tensors))) if half else 0.0
-        products = [None] * len(dirs)
+        products = [None] * len(dirs)    # analytical * d, formed only for an idiom and float16
         for i, (t, d) in enumerate(zip(self.tensors, dirs)):
             if d is None:
                 continue
-            ad = products[i] = t.analytical * d
-            part = float(np.abs(ad).sum())
+            size, largest = self._magnitudes(i)
+            part = float(np.vdot(size, np.abs(d)))        # sum |a_i d_i|
+            norm = math.sqrt(float(np.vdot(d, d)))
             magnitude += part
             # each element may be off by a few eps of the tensor's largest entry (sums that cancel):
             # those errors add up like a random walk, hence the norm of d. In float16 the worst case
@@ -361,18 +368,19 @@ class Engine:
             # let a 3x gradient pass: there the elements' own rounding adds up like a random walk too.
             # (and 1 eps of the largest entry, not 4: 4 x float16's eps of it is 13% of a typical entry)
             count += int(np.count_nonzero(d))
+            if self._idiom is not None or half:
+                products[i] = t.analytical * d
             if t.rounding is not None:
                 # measured: the analytical side's error along d is exactly <rounding, d>; eps_measured's on top
                 measured += float(np.vdot(t.rounding, d))
-                measured_spread += part + 4 * self._largest(i) * float(np.sqrt((d * d).sum()))
+                measured_spread += part + 4 * largest * norm
                 continue
-            own = float(np.sqrt((ad ** 2).sum())) if half else part
+            own = float(np.sqrt((products[i] ** 2).sum())) if half else part
             cancel = 1 if half else 4
-            largest = max(self._largest(i), module_max)
-            rounding += own + cancel * largest * float(np.sqrt((d * d).sum()))
+            rounding += own + cancel * max(largest, module_max) * norm
         self._rounding = ((HALF_ROUNDING if half else ANALYTICAL_ROUNDING) * self.eps_analytical * rounding
                           + ANALYTICAL_ROUNDING * self.eps_measured * measured_spread + abs(measured)
-                          + self._idiom(dirs, products))
+                          + (self._idiom(dirs, products) if self._idiom is not None else 0.0))
         result = self._directional(dirs, h, magnitude, count, collect(), calls)
         if adapt and result.resolution > TARGET_RESOLUTION and result.truncation > 4 * result.noise:
             factor = min(0.5, max(1 / 64, (result.noise / result.truncation) ** (1 / 3)))
