@@ -39,8 +39,8 @@ from gradlab.contract.registry import Registration
 from gradlab.execution import limits as limits_mod
 from gradlab.execution import zygote
 from gradlab.execution import rehearsal
-from gradlab.execution.rehearsal import Recorded, ahead_signature, progress_of, signature
-from gradlab.execution.protocol import (Channel, ChannelClosed, ChannelTimeout, Decoder, Encoder, ProtocolError,
+from gradlab.execution.rehearsal import ProgressFile, Recorded, ahead_signature, signature
+from gradlab.execution.protocol import (SPIN, Channel, ChannelClosed, ChannelTimeout, Decoder, Encoder, ProtocolError,
                                         changed, snapshot, widen_pipe)
 
 _GRADLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -398,6 +398,7 @@ class Session:
         self.backward_ahead = None   # gradients a backward call reads ahead (see grads_with_backward)
         self._decoding = (None, None)  # (reply, its Decoder)
         self._recorded = None        # a rehearsal's entries not used yet (rehearsal.Recorded): see rehearsed()
+        self.progress = None         # the current worker's progress file (rehearsal.ProgressFile)
         self.files = ()
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -487,6 +488,9 @@ class Session:
         weakref.finalize(self, _stop, self.proc, token, self.tmp)
         self.output = open(out_path, "rb")
         self.output_pos = 0
+        if self.progress is not None:      # a fresh worker, a folder of its own
+            self.progress.close()
+        self.progress = ProgressFile(os.path.join(self.tmp, "progress.txt"))
         self.chan = Channel(from_child, to_child, blocking=False)
         try:     # Python and NumPy starting up is not the student's time
             ready, _ = self.chan.recv(time.monotonic() + (FORK_SECONDS if forked else STARTUP_SECONDS))
@@ -509,6 +513,8 @@ class Session:
                              "gradlab.execution.worker, which must be able to import gradlab and NumPy") from None
 
     def close(self):
+        if self.progress is not None:
+            self.progress.close()
         if self.proc is not None:
             self._kill()
             self.output.close()
@@ -698,9 +704,9 @@ class Session:
         if header is None:
             progress = self._recorded.progress
         else:
-            progress = header["script"]["progress"] if "script" in header else None
+            progress = self.progress if "script" in header else None
         if progress is not None and deadline is not None and not wall_bound:     # each rehearsed call has the limit
-            seen = [progress_of(progress), deadline - seconds + rehearsal.MAX_CALLS * seconds]
+            seen = [progress.read(), deadline - seconds + rehearsal.MAX_CALLS * seconds]
             self.chan.extend = lambda: self._call_deadline(progress, seen)
         try:
             if header is not None:
@@ -756,7 +762,7 @@ class Session:
         never later than seen[1], MAX_CALLS limits after the request (the student's code can write the
         progress file too: it cannot stretch a request further than a batch of that many calls).
         None: the deadline stands."""
-        now = progress_of(progress)
+        now = progress.read()
         if now is None or (seen[0] is not None and now[0] <= seen[0][0]):
             return None
         seen[0] = now
@@ -769,7 +775,7 @@ class Session:
     def _progress_what(progress, what):
         """The call a rehearsal was in (its progress file, if it names one of the calls a rehearsal makes),
         else `what`: the request's own words."""
-        seen = progress_of(progress) if progress is not None else None
+        seen = progress.read() if progress is not None else None
         return seen[2] if seen is not None and rehearsal.names_a_call(seen[2]) else what
 
     def _kill(self):
@@ -878,14 +884,14 @@ class Session:
             if ahead is not None:
                 header["ahead"] = {"grads": ahead}
             if script is not None:
-                header["script"] = dict(script, progress=os.path.join(self.tmp, "progress.txt"))
+                header["script"] = dict(script, progress=self.progress.path)
             reply = self.request(header, enc.buffers, what)
         self._warn(reply)
         if self.trace_memory is not None and type(reply.get("peak")) is int:
             self.trace_memory["peak"] = max(self.trace_memory["peak"], reply["peak"])
         try:
             if script is not None and reply.get("script") == {"stream": True}:   # the rehearsal's messages follow
-                self._recorded = Recorded(self.requests, header["script"]["progress"])
+                self._recorded = Recorded(self.requests, self.progress)
             value = self._decode(reply, reply.get("value"))
             if isinstance(value, RemoteObject) and type(reply.get("slots")) is list:
                 found = self._slot_list(reply, reply["slots"])
