@@ -491,7 +491,7 @@ class Session:
         if self.progress is not None:      # a fresh worker, a folder of its own
             self.progress.close()
         self.progress = ProgressFile(os.path.join(self.tmp, "progress.txt"))
-        self.chan = Channel(from_child, to_child, blocking=False)
+        self.chan = Channel(from_child, to_child, blocking=False, spin=SPIN)
         try:     # Python and NumPy starting up is not the student's time
             ready, _ = self.chan.recv(time.monotonic() + (FORK_SECONDS if forked else STARTUP_SECONDS))
             if ready.get("ready") != 1:
