@@ -135,3 +135,26 @@ def test_a_snapshot_sees_any_change_of_bits_or_shape(n):
     assert refresh(a, snap) is not None
     b = np.zeros(3 * n)                              # grown past the small size, or shrunk below it
     assert refresh(b, snapshot(np.zeros(n))) is not None and refresh(b[:1], snapshot(b)) is not None
+
+
+def test_a_spinning_read_still_keeps_its_deadline_and_gets_a_message_that_comes_while_it_polls():
+    import os
+    import threading
+    import time
+    from gradlab.execution.protocol import Channel, ChannelTimeout
+    r, w = os.pipe()
+    r2, w2 = os.pipe()       # (the reader's own writing end, unused)
+    reader, writer = Channel(r, w2, blocking=False, spin=5.0), Channel(r2, w, blocking=True)
+    try:
+        start = time.monotonic()
+        with pytest.raises(ChannelTimeout):          # spinning never outlasts the deadline
+            reader.recv(time.monotonic() + 0.05)
+        assert time.monotonic() - start < 1.0
+        later = threading.Timer(0.02, lambda: writer.send({"hello": 1}))   # sent while the read polls
+        later.start()
+        header, _ = reader.recv(time.monotonic() + 4.0)
+        later.join()
+        assert header["hello"] == 1
+    finally:
+        for fd in (r, w, r2, w2):
+            os.close(fd)
