@@ -33,7 +33,7 @@ from math import isfinite as _isfinite
 from time import monotonic as _monotonic
 
 # Bound before any student code runs: a file that patches these later does not reach them.
-from gradlab.execution.protocol import Channel, ChannelClosed, Decoder, Encoder, changed, snapshot, \
+from gradlab.execution.protocol import SPIN, Channel, ChannelClosed, Decoder, Encoder, changed, snapshot, \
     type_name as _type_name
 from gradlab.execution import limits as _limits
 from gradlab.execution.harness import student_frame as _student_frame, student_traceback as _student_traceback
@@ -703,7 +703,7 @@ def main():
     _kept_attention = kept_attention
     from gradlab.execution import loader
     loader.ISOLATE_BY_DEFAULT = False       # a gradlab.check inside the student's file runs here, not in a worker of its own
-    chan = Channel(read_fd, write_fd, blocking=True)
+    chan = Channel(read_fd, write_fd, blocking=False, spin=SPIN)   # (no deadline: it waits as long as it takes)
     chan.send({"ready": 1, "b": []})        # started: the time limits count from here
     header, payload = chan.recv()
     _limits.apply_in_worker(header.get("memory_mb"), header.get("output_mb"))
