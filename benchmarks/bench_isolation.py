@@ -22,6 +22,11 @@ Rows:
   forked worker where zygote.refusal finds nothing against it: one thread, one
   BLAS thread, i.e. OPENBLAS_NUM_THREADS=1 here; otherwise spawned, and the row says so).
 
+The worker rows run as `gradlab check` and `gradlab.check` (from the main thread) run
+it: one worker at a time, so gradlab and the worker poll for a reply for up to 1 ms
+before they sleep (Limits.spin; protocol.Channel). Grading and pytest -n run several
+workers at once and do not poll.
+
 Medians of --repeats runs. BLAS threads are whatever the environment says for
 the in-process side and 1 in the worker (OPENBLAS_NUM_THREADS etc.); the load
 average of the machine is printed with the numbers, since a busy machine makes
@@ -182,7 +187,7 @@ def main():
 
     fb = fwd_bwd_seconds(r)
     start = time.perf_counter()
-    worker = loader.open_implementation(None, isolate=True, limits=Limits())
+    worker = loader.open_implementation(None, isolate=True, limits=Limits(spin=True))   # as gradlab check has it
     started = time.perf_counter() - start
     try:
         (here, there), ratio, requests = gradient_seconds([loader.reference(), worker], r)
@@ -196,7 +201,7 @@ def main():
     all_there = median_time(lambda: gradlab.check("all", seed=0, isolate=True), max(1, r // 2))
     from gradlab.execution import remote
     forked_before = remote.STARTS["forked"]
-    all_cli = median_time(lambda: gradlab.check("all", seed=0, isolate=True, limits=Limits(fork=True)),
+    all_cli = median_time(lambda: gradlab.check("all", seed=0, isolate=True, limits=Limits(fork=True, spin=True)),
                           max(1, r // 2))
     cli_start = "forked" if remote.STARTS["forked"] > forked_before else "spawned: " + (
         remote.STARTS["reasons"][-1] if remote.STARTS["reasons"] else "?")

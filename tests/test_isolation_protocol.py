@@ -158,3 +158,46 @@ def test_a_spinning_read_still_keeps_its_deadline_and_gets_a_message_that_comes_
     finally:
         for fd in (r, w, r2, w2):
             os.close(fd)
+
+
+def test_only_one_worker_at_a_time_polls_the_grader_and_thread_pools_do_not(monkeypatch):
+    import os
+    import threading
+    from gradlab.execution import loader, runner
+    from gradlab.execution.limits import Limits
+    from gradlab.execution.protocol import SPIN
+    from gradlab.frontends import cli
+    from gradlab.grading.job import Limits as GradingLimits
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    args = cli.build_parser().parse_args(["check", "linear", "--isolate"])
+    assert cli.run_limits(args).spins()                          # gradlab check: one worker at a time
+    assert not GradingLimits().for_worker(1e18).spins()           # a grading job: several at once
+    assert not Limits().spins()                                   # the default (pytest -n, Plan users)
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert not Limits(spin=True).spins()                          # no core to spare
+    monkeypatch.undo()
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def planned(*args, limits=None, **kwargs):     # what gradlab.check gives its plan, then no run
+        seen.append(limits)
+        raise Stop()
+
+    def check_linear():
+        try:
+            runner.check("linear")
+        except Stop:
+            pass
+    monkeypatch.setattr(runner, "Plan", planned)
+    check_linear()                                               # from the main thread
+    pool = threading.Thread(target=check_linear)
+    pool.start()
+    pool.join()
+    assert [limits.spin for limits in seen] == [True, False]     # gradlab.check: from the main thread only
+    impl = loader.open_implementation(None, isolate=True, limits=Limits(spin=True))
+    try:
+        assert impl.session.chan.spin == SPIN and impl.get("linear") is not None
+    finally:
+        impl.close()

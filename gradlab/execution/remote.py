@@ -427,7 +427,7 @@ class Session:
         impl = self.impl
         header = {"op": "init", "impl": None if impl is None else os.fspath(impl), "sys_path": [os.path.abspath(p) for p in sys.path],
                   "memory_mb": self.limits.memory_mb, "output_mb": self.limits.output_mb,
-                  "dump": os.path.join(self.tmp, "last_seen.txt")}
+                  "dump": os.path.join(self.tmp, "last_seen.txt"), "spin": self.limits.spins()}
         what = f"importing {impl}" if impl is not None else "importing gradlab's reference modules"
         try:
             reply = self._exchange(header, [], what, UsageError)
@@ -491,7 +491,7 @@ class Session:
         if self.progress is not None:      # a fresh worker, a folder of its own
             self.progress.close()
         self.progress = ProgressFile(os.path.join(self.tmp, "progress.txt"))
-        self.chan = Channel(from_child, to_child, blocking=False, spin=SPIN)
+        self.chan = Channel(from_child, to_child, blocking=False, spin=SPIN if self.limits.spins() else 0.0)
         try:     # Python and NumPy starting up is not the student's time
             ready, _ = self.chan.recv(time.monotonic() + (FORK_SECONDS if forked else STARTUP_SECONDS))
             if ready.get("ready") != 1:

@@ -3,6 +3,7 @@ registers) and return what each check found. The CLI, the pytest plugin,
 the grader and the report are thin layers over the same Plan."""
 import contextlib
 import dataclasses
+import threading
 
 from gradlab.contract.records import RunResult
 from gradlab.contract import options
@@ -21,6 +22,8 @@ def check(kind, impl=None, checks=None, seed=None, timeout=None, on_record=None,
     (or a RunResult for "all"). Raises UsageError when the run cannot start.
     isolate: run the student's code in a worker process (None: yes for a file or a
     module name); limits: the worker's Limits (`timeout` overrides its timeout)."""
+    if limits is None and threading.current_thread() is threading.main_thread():
+        limits = Limits(spin=True)     # one run at a time (a thread pool of checks does not poll: Limits.spins)
     with time_limit(timeout):   # importing the student's file is under the limit too
         plan = Plan(impl, kinds=kind, checks=checks, seed=seed, overrides=overrides, isolate=isolate,
                     limits=worker_limits(limits))

@@ -703,9 +703,10 @@ def main():
     _kept_attention = kept_attention
     from gradlab.execution import loader
     loader.ISOLATE_BY_DEFAULT = False       # a gradlab.check inside the student's file runs here, not in a worker of its own
-    chan = Channel(read_fd, write_fd, blocking=False, spin=SPIN)   # (no deadline: it waits as long as it takes)
+    chan = Channel(read_fd, write_fd, blocking=False)    # (no deadline: it waits as long as it takes)
     chan.send({"ready": 1, "b": []})        # started: the time limits count from here
     header, payload = chan.recv()
+    chan.spin = SPIN if header.get("spin") is True else 0.0     # gradlab's Limits.spins()
     _limits.apply_in_worker(header.get("memory_mb"), header.get("output_mb"))
     dump = open(header.get("dump", "last_seen.txt"), "w")
     faulthandler.enable(file=dump)          # a crash (SIGSEGV, ...) leaves a traceback

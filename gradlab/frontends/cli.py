@@ -149,8 +149,9 @@ def run_limits(args):
                              "give at least 256 (MB), or 0 for no limit")
     # fork=True: this process is gradlab's own (it never imports the student's code), as a grading job
     # is, so a worker may be forked from it where zygote.refusal finds nothing against it (README)
+    # spin=True: one worker at a time (Limits.spins)
     return limits.Limits(timeout=args.timeout, wall=args.wall_time, memory_mb=args.max_memory,
-                         output_mb=args.max_output, fork=True)
+                         output_mb=args.max_output, fork=True, spin=True)
 
 
 def cmd_check(args):
