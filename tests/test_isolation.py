@@ -132,8 +132,11 @@ def test_correct_but_careless_passes_and_leaves_nothing(name, tmp_path):
         assert result.passed, [c.message for c in result.checks]
         assert os.getcwd() == cwd
         assert not left_running() and not zombie_children()
-        for pid in (int(p) for p in pids.read_text().split()) if pids.exists() else ():
-            assert _state(pid) in (None,), f"pid {pid} is still there"
+        if name.startswith("fork_"):       # the children it started wrote their pids: each one is gone
+            started = [int(p) for p in pids.read_text().split()]
+            assert started, "the module's children wrote no pid"
+            for pid in started:
+                assert _state(pid) in (None,), f"pid {pid} is still there"
     finally:
         pids.unlink(missing_ok=True)
 
@@ -146,6 +149,25 @@ def test_a_worker_that_dies_is_replaced_for_the_next_checks():
     assert status["smoke"] == "pass" and status["shapes"] == "pass"
     died = [c for c in result.checks if "backward ended the worker process" in c.message]
     assert died and all(c.status == "error" for c in died)
+    assert not left_running() and not zombie_children()
+
+
+def test_a_worker_that_ended_leaves_no_folder_once_the_next_one_starts():
+    folders, kept = [], []
+    launch = remote.Session._launch
+
+    def noted(session, forked):
+        launch(session, forked)
+        kept.append([f for f in folders if os.path.exists(f)])     # while the session goes on
+        folders.append(session.tmp)
+    remote.Session._launch = noted
+    try:
+        result = check("os_exit_later")       # ends its worker at the third backward: several workers in turn
+    finally:
+        remote.Session._launch = launch
+    assert len(folders) >= 3 and any("ended the worker" in c.message for c in result.checks)
+    assert kept == [[]] * len(folders)                        # each gone when the next started
+    assert not any(os.path.exists(f) for f in folders)        # and the last with the session
     assert not left_running() and not zombie_children()
 
 

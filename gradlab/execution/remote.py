@@ -399,6 +399,7 @@ class Session:
         self._decoding = (None, None)  # (reply, its Decoder)
         self._recorded = None        # a rehearsal's entries not used yet (rehearsal.Recorded): see rehearsed()
         self.progress = None         # the current worker's progress file (rehearsal.ProgressFile)
+        self.tmp, self.output = None, None   # the current worker's folder, and its output file read here
         self.files = ()
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -456,6 +457,7 @@ class Session:
         """A worker process, up and ready for init: forked from this process
         (zygote.fork_worker; _NotForked when that fails) or spawned (UsageError
         when it does not start)."""
+        self._drop_folder()         # a worker before this one (ended): its folder goes now, not with the session
         self.tmp = tempfile.mkdtemp(prefix="gradlab-worker-")
         to_child, from_parent = os.pipe()[::-1]
         from_child, to_parent = os.pipe()
@@ -472,7 +474,7 @@ class Session:
                     except OSError as e:
                         for fd in (from_child, to_child):
                             os.close(fd)
-                        shutil.rmtree(self.tmp, ignore_errors=True)
+                        self._drop_folder()
                         raise _NotForked(f"the fork failed ({e})") from None
                 else:
                     self.proc = subprocess.Popen(
@@ -488,8 +490,6 @@ class Session:
         weakref.finalize(self, _stop, self.proc, token, self.tmp)
         self.output = open(out_path, "rb")
         self.output_pos = 0
-        if self.progress is not None:      # a fresh worker, a folder of its own
-            self.progress.close()
         self.progress = ProgressFile(os.path.join(self.tmp, "progress.txt"))
         self.chan = Channel(from_child, to_child, blocking=False, spin=SPIN if self.limits.spins() else 0.0)
         try:     # Python and NumPy starting up is not the student's time
@@ -503,8 +503,7 @@ class Session:
                     said = [line for line in fh.read().splitlines() if line.strip()][-1:]
             except OSError:
                 said = []
-            self.output.close()
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            self._drop_folder()
             if forked:
                 raise _NotForked(f"the forked worker did not start ({type(e).__name__}"
                                  + (f": {said[0][:300]}" if said else "") + ")") from None
@@ -513,15 +512,21 @@ class Session:
                              "gradlab.execution.worker, which must be able to import gradlab and NumPy") from None
 
     def close(self):
-        if self.progress is not None:
-            self.progress.close()
         if self.proc is not None:
             self._kill()
-            self.output.close()
-            shutil.rmtree(self.tmp, ignore_errors=True)
+        self._drop_folder()
         _live.discard(self)
         if not any(s.proc is not None for s in _live):
             limits_mod.set_subreaper(False)
+
+    def _drop_folder(self):
+        """The ended worker's temporary folder and the files gradlab kept open in it."""
+        for kept in (self.output, self.progress):
+            if kept is not None:
+                kept.close()
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        self.tmp, self.output, self.progress = None, None, None
 
     def _ensure(self, what):
         if self.final:
