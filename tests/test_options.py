@@ -270,3 +270,21 @@ def test_a_size_refused_after_the_worker_started_stops_that_worker(zoo):
         Plan(zoo("red_mod_attention_ok_einsum.py"), kinds="attention", isolate=True,
              overrides={"batch_size": 10**6, "d_model": 512, "num_heads": 8})
     assert [s for s in list(remote._live) if s.proc is not None and id(s) not in before] == []
+
+
+def test_the_fast_path_accepts_only_what_the_full_check_returns_unchanged():
+    import numpy as np
+    from gradlab.contract.options import FIELDS
+    samples = [0, 1, 2, -1, 10**20, 0.0, 1.0, 0.5, -0.5, 1e-9, 1e-5, 0.9, 0.999, 100.0, 1e6, 65504.0, 2**32 - 1,
+               2**32, float("nan"), float("inf"), True, False, np.int64(3), np.float32(0.5), "gelu", "relu", "dynamic",
+               "static", "GELU", "", None]
+    for name, rule in FIELDS.items():
+        for value in samples + [rule.example, rule.low, rule.high]:
+            if value is None:
+                continue
+            try:
+                full = rule.check(name, value, "fix")
+            except Exception:
+                full = "refused"
+            if rule.fits(value):      # the fast path: exactly what the full check returns, same type
+                assert full != "refused" and type(full) is type(value) and full == value, (name, value, full)

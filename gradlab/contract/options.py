@@ -90,11 +90,24 @@ class Rule:
             value = int(value)
         else:
             value = float(value)
-        below = self.low is not None and (value <= self.low if self.open_low else value < self.low)
-        above = self.high is not None and (value >= self.high if self.open_high else value > self.high)
-        if below or above:
+        if not self._in_range(value):
             raise refuse(what, f"must be {self.range_text()} ({self.why})", fix)
         return value
+
+    def fits(self, value):
+        """True when `value` is of the rule's own type (int, float or str) and allowed: check() would
+        return it unchanged. Every Config runs every field through the table, and a cfg is made several
+        times per run: the words of a refusal are worked out only when there is one."""
+        if type(value) is not self.type:
+            return False
+        if self.type is str:
+            return not self.choices or value in self.choices
+        return math.isfinite(value) and self._in_range(value)
+
+    def _in_range(self, value):
+        below = self.low is not None and (value <= self.low if self.open_low else value < self.low)
+        above = self.high is not None and (value >= self.high if self.open_high else value > self.high)
+        return not (below or above)
 
 
 POSITIVE = dict(low=0, open_low=True)
@@ -160,7 +173,10 @@ def check_field(name, value):
     """A cfg field's value, converted to its type, or a refusal naming the field."""
     if name == "dtype":
         return check_dtype(value)
-    return FIELDS[name].check(f"{name}={shown(value)}", value, field_fix(name))
+    rule = FIELDS[name]
+    if rule.fits(value):
+        return value
+    return rule.check(f"{name}={shown(value)}", value, field_fix(name))
 
 
 def check_dtype(value):
