@@ -83,7 +83,8 @@ class Channel:
     """A pair of pipe file descriptors carrying framed messages. The parent's
     side is non-blocking and every read and write takes a deadline (a worker
     that stops reading, or stops half-way through a message, cannot hang
-    gradlab); the worker's side blocks.
+    gradlab); the worker's side waits as long as it takes (blocking=True, or
+    non-blocking with no deadline where it polls first).
 
     spin: a read on the non-blocking side polls for up to this many seconds,
     yielding the core to any other runnable process between polls, before it
