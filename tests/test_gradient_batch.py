@@ -35,6 +35,13 @@ def _subject(impl, **overrides):
     return Subject(get_kind("attention"), impl.get("attention"), cfg, impl.name, impl.files)
 
 
+def _built(impl):
+    """(subject, a module it built, its parameters, inputs for it)."""
+    subject = _subject(impl)
+    module = subject.build()
+    return subject, module, subject.slots(module), subject.make_inputs(np.random.default_rng(0))
+
+
 def _student(tmp_path, name, body):
     path = tmp_path / f"{name}.py"
     path.write_text(textwrap.dedent(body))
@@ -124,10 +131,7 @@ def test_forwards_beyond_the_batch_size_go_in_several_requests_in_order(worker_i
     from gradlab.execution import subject as subject_module
     outs, requests = [], []
     for impl in (loader.reference(), worker_impl):
-        subject = _subject(impl)
-        module = subject.build()
-        slots = subject.slots(module)
-        x = subject.make_inputs(np.random.default_rng(0))
+        subject, module, slots, x = _built(impl)
         calls = [((x[0] + k,), [(slots[0].value, slots[0].value + 0.01 * k)]) for k in range(5)]
         size = x[0].nbytes + slots[0].value.nbytes
         monkeypatch.setattr(subject_module, "BATCH_BYTES", 2 * size)      # two calls a request
@@ -141,10 +145,7 @@ def test_forwards_beyond_the_batch_size_go_in_several_requests_in_order(worker_i
 def test_forwards_hold_parameters_for_one_call_and_restore_them_on_both_sides(worker_impl):
     outs, mirrors = [], []
     for impl in (loader.reference(), worker_impl):
-        subject = _subject(impl)
-        module = subject.build()
-        slots = subject.slots(module)
-        x = subject.make_inputs(np.random.default_rng(0))
+        subject, module, slots, x = _built(impl)
         before = subject.forward(module, *x)
         originals = [sl.value.copy() for sl in slots]
         moved = [(sl.value, sl.value + 0.01 * (k + 1)) for k, sl in enumerate(slots)]

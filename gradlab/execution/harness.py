@@ -251,5 +251,11 @@ def reading_grads_ahead(slots, module=None):
     call reads them in its own request (remote.grads_with_backward; module: the one object
     whose backward the block calls, if so). Nothing in gradlab's own process, where the
     remote module need not even be imported."""
-    remote = sys.modules.get("gradlab.execution.remote")
+    remote = remote_module()
     return remote.grads_with_backward(slots, module) if remote is not None and slots else contextlib.nullcontext()
+
+
+def remote_module():
+    """gradlab.execution.remote when something has imported it, else None: no worker, proxy or
+    RemoteException exists before it is, and code run in this process need not import it (~50 ms)."""
+    return sys.modules.get("gradlab.execution.remote")

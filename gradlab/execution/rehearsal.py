@@ -200,7 +200,7 @@ class Rehearsal(Subject):
         done, failed = [], None
         for args, writes in calls:
             try:
-                with self.w.holding([(array, *contents) for array, *contents in writes]):
+                with self.w.holding(writes):     # (the worker's own, bound before any student code ran)
                     reply, value = self._call("forward", module, "forward", args, {}, by_value)
             except self.w._StudentRaised as e:
                 e.info["index"] = len(done)

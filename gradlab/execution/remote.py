@@ -857,12 +857,16 @@ class Session:
                 self._err_sent = (self.generation, header["err"])
         reply = self._exchange(header, enc.buffers, what, spare=spare, calls=calls)
         self.requests += 1
+        self._raise_raised(what, reply)
+        return reply
+
+    def _raise_raised(self, what, reply):
+        """The RemoteException of a call that raised in the worker (a request's reply or a rehearsed one)."""
         if "raised" in reply:
             info = reply["raised"]
             if not isinstance(info, dict):
                 raise self._refused(what)
             raise self._failed(what, info)
-        return reply
 
     def call(self, what, handle, method, args, kwargs, script=None):
         """One call in the worker. script: a check's first pass to rehearse with this build (see
@@ -873,10 +877,7 @@ class Session:
             if self._recorded is not None else None
         if reply is not None:
             ahead = None
-            if "raised" in reply:
-                if not isinstance(reply["raised"], dict):
-                    raise self._refused(what)
-                raise self._failed(what, reply["raised"])
+            self._raise_raised(what, reply)
         else:
             enc = Encoder(self._array_tag, self._object_tag)
             args_node = [enc.encode(a) for a in args]
@@ -906,9 +907,7 @@ class Session:
             self._rebind(reply, args, kwargs)
             self._advance(reply)
             if ahead is not None and type(reply.get("ahead")) is dict:
-                grads = self._decode(reply, reply["ahead"].get("grads"))
-                if type(grads) is list and len(grads) <= len(ahead):
-                    self._grads_ahead = (self.requests, dict(zip(ahead, grads)))
+                self._keep_grads(reply, reply["ahead"], ahead)
         except ProtocolError as e:
             raise self._malformed(what, e) from None
         return value
@@ -1011,13 +1010,17 @@ class Session:
         _, generation, handle, _ = object.__getattribute__(module, "_r")
         if type(ahead.get("slots")) is list:
             object.__setattr__(module, "_slots", (self.requests, self._slot_list(reply, ahead["slots"])))
-        grads = self._decode(reply, ahead.get("grads"))
-        if type(grads) is list and len(grads) <= len(slots):
-            self._grads_ahead = (self.requests, {slot._r[2]: g for slot, g in zip(slots, grads)})
+        self._keep_grads(reply, ahead, [slot._r[2] for slot in slots])
         if "kept" in ahead:
             kept = self._decode(reply, ahead["kept"])
             arrays = [a for a in kept if isinstance(a, np.ndarray)] if isinstance(kept, list) else []
             self.kept_ahead = (self.requests, (handle, arrays))
+
+    def _keep_grads(self, reply, ahead, handles):
+        """The gradients of the slots `handles` read ahead with a reply, kept for Session.grads."""
+        grads = self._decode(reply, ahead.get("grads"))
+        if type(grads) is list and len(grads) <= len(handles):
+            self._grads_ahead = (self.requests, dict(zip(handles, grads)))
 
     def rehearsed(self, what, op, steps, ahead=None):
         """The reply a rehearsal sent for this request (op "call" or "calls", steps and ahead as

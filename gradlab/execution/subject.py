@@ -8,16 +8,15 @@ proxy, its parameters are mirrors, and discovery runs in the worker. Checks
 use only the public methods below, never the student's objects directly."""
 import contextlib
 import inspect
-import sys
 import tracemalloc
 
 import numpy as np
 
 from gradlab.execution.discovery import arrays_at_build, explain, find_slots
 from gradlab.contract.errors import CheckSkipped, StudentError
-from gradlab.execution.harness import as_float_array, describe, guarded
+from gradlab.execution.harness import as_float_array, describe, guarded, remote_module
 from gradlab.contract.kinds import SMOOTHING
-from gradlab.numerics.engine import point_value
+from gradlab.numerics.engine import holding
 
 
 class Subject:
@@ -32,7 +31,7 @@ class Subject:
         self.no_backward = None   # why the module has no usable backward (a forward-only module), once known
         self._output_shape = (None, None)   # (cfg, the kind's output shape for it)
         self._flags = {}          # number of inputs given -> the declared values of the flags after them
-        remote = _remote_module()
+        remote = remote_module()
         self.remote = remote is not None and remote.is_remote(registration.target)   # code runs in a worker
         self.batched = self.remote    # calls go in batches (forwards, backward reading ahead): a worker's module,
                                       # or a rehearsal of one (execution/rehearsal.py)
@@ -126,17 +125,8 @@ class Subject:
         return backward_reading_ahead(module, grad_out, slots, kept)
 
     def _forward_holding(self, module, inputs, writes):
-        saved = []
-        try:
-            for array, *what in writes:
-                contents = what[0] if len(what) == 1 else \
-                    point_value(what[0], what[1], array.astype(np.float64, copy=False), array.dtype)
-                saved.append((array, array.copy()))
-                array[...] = contents
+        with holding(writes):
             return self.forward(module, *inputs)
-        finally:
-            for array, before in reversed(saved):
-                array[...] = before
 
     def _forward_output(self, out):
         shape = self.output_shape()
@@ -200,7 +190,7 @@ class Subject:
     def not_implemented(self, error):
         """True (and the module noted as forward-only) when a StudentError from
         backward is its NotImplementedError (raised here, or in the worker process)."""
-        cause, remote = error.__cause__, _remote_module()
+        cause, remote = error.__cause__, remote_module()
         if not (isinstance(cause, NotImplementedError) or remote is not None
                 and isinstance(cause, remote.RemoteException) and cause.info.get("not_implemented")):
             return False
@@ -364,12 +354,6 @@ class Subject:
                      "not be read from its forward output)")
         return f" = {words} from cfg{tail}"
 
-
-
-def _remote_module():
-    """gradlab.execution.remote when something has imported it, else None: no worker, proxy or
-    RemoteException exists before it is, and code run in this process need not import it (~50 ms)."""
-    return sys.modules.get("gradlab.execution.remote")
 
 
 def _reraise(error):

@@ -38,7 +38,7 @@ from gradlab.execution.protocol import SPIN, Channel, ChannelClosed, Decoder, En
 from gradlab.execution import limits as _limits
 from gradlab.execution.harness import student_frame as _student_frame, student_traceback as _student_traceback
 from gradlab.contract.errors import UsageError as _UsageError
-from gradlab.numerics.engine import point_value as _point_value
+from gradlab.numerics.engine import holding
 
 import numpy as np
 
@@ -437,42 +437,6 @@ _ALLOWED = None
 
 def _same(array):
     return array
-
-
-class holding:
-    """Shared arrays holding given contents during one call: writes = [(array, contents)] or
-    [(array, d, s)] for the point original + s * d, computed as gradlab computes it
-    (numerics.engine.point_value). Each is put back bit for bit after the call, whatever it did."""
-
-    def __init__(self, writes):
-        self.writes, self.saved = writes, []
-
-    def __enter__(self):
-        try:
-            for array, value, *step_size in self.writes:
-                before = array.copy()
-                if step_size:
-                    if type(step_size[0]) is not float or value.dtype != np.float64:
-                        raise ValueError("a bad point")
-                    if type(array) is np.ndarray and array.dtype == np.float64 and value.shape == array.shape:
-                        self.saved.append((array, before))
-                        np.multiply(value, step_size[0], out=array)     # point_value's bits, in place
-                        array += before
-                        continue
-                    value = _point_value(value, step_size[0], before.astype(np.float64, copy=False), array.dtype)
-                if value.shape != array.shape or value.dtype != array.dtype:
-                    raise ValueError("contents that do not fit their array")
-                self.saved.append((array, before))
-                array[...] = value
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        for array, before in reversed(self.saved):
-            array[...] = before
-        return False
 
 
 def _rehearse(state, header, handle, module, send_build):

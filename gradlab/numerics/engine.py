@@ -91,6 +91,44 @@ def point_value(d, s, original64, dtype):
     return moved if dtype == np.float64 else moved.astype(dtype)
 
 
+class holding:
+    """`with holding(writes): call()`: arrays holding given contents during one call, writes =
+    [(array, contents)] or [(array, d, s)] for the point original + s * d (point_value's bits). Each
+    is put back bit for bit after the call, whatever it did. Subject.forwards' points in gradlab's own
+    process and the worker's batches of calls (it binds this before any student code runs) both hold
+    parameters through it."""
+
+    def __init__(self, writes):
+        self.writes, self.saved = writes, []
+
+    def __enter__(self):
+        try:
+            for array, value, *step_size in self.writes:
+                before = array.copy()
+                if step_size:
+                    if not isinstance(step_size[0], float) or value.dtype != np.float64:
+                        raise ValueError("a bad point")
+                    if type(array) is np.ndarray and array.dtype == np.float64 and value.shape == array.shape:
+                        self.saved.append((array, before))
+                        np.multiply(value, step_size[0], out=array)     # point_value's bits, in place
+                        array += before
+                        continue
+                    value = point_value(value, step_size[0], before.astype(np.float64, copy=False), array.dtype)
+                if value.shape != array.shape or value.dtype != array.dtype:
+                    raise ValueError("contents that do not fit their array")
+                self.saved.append((array, before))
+                array[...] = value
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for array, before in reversed(self.saved):
+            array[...] = before
+        return False
+
+
 @dataclass
 class Tensor:
     """One thing we differentiate with respect to."""
@@ -217,20 +255,21 @@ class Engine:
         # f at the unperturbed point; a caller that just ran forward there may pass it in (one call saved)
         self.f0 = self.evaluate() if f0 is None else float(f0)
 
-    @property
-    def _originals(self):
-        """The arrays' contents when the engine was made (copied when first needed: nothing writes into
-        them before; a worker rehearsing the check's first pass never needs them)."""
+    def _kept_originals(self):
+        """(the arrays' contents when the engine was made, the same in float64): copied when first
+        needed (nothing writes into them before; a worker rehearsing the check's first pass never needs them)."""
         if self._kept is None:
             originals = [t.array.copy() for t in self.tensors]
             self._kept = (originals, [o if o.dtype == np.float64 else o.astype(np.float64) for o in originals])
-        return self._kept[0]
+        return self._kept
+
+    @property
+    def _originals(self):
+        return self._kept_originals()[0]
 
     @property
     def _originals64(self):
-        """_originals in float64."""
-        self._originals         # (copied on first use)
-        return self._kept[1]
+        return self._kept_originals()[1]
 
     # ---- evaluating f at perturbed points, restoring exactly ---------------
     def evaluate(self):
