@@ -104,3 +104,24 @@ def test_the_optimizer_gets_its_eps():
 
     gradlab.check("adam", impl=build, checks=["smoke"], seed=0)
     assert seen and set(seen) == {1e-8}
+
+
+@pytest.mark.parametrize("changes", [{"d_model": 7}, {"lr": 0}, {"num_heads": 5}, {"dtype": "int8"},
+                                     {"seq_len": 9}, {"eps": 1e-50, "dtype": "float32"}])
+def test_replace_refuses_what_a_new_config_refuses(changes):
+    # replace checks only the fields it changes (and the relations): the same words as Config(**fields)
+    with pytest.raises(UsageError) as direct:
+        Config(**{**{f.name: getattr(Config(), f.name) for f in dataclasses.fields(Config)}, **changes})
+    with pytest.raises(UsageError) as replaced:
+        Config().replace(**changes)
+    assert str(replaced.value) == str(direct.value)
+
+
+def test_replace_converts_like_a_new_config_and_never_shares_extra():
+    base = Config(extra={"d_out": 3})
+    cfg = base.replace(d_model=np.int64(16), dtype=np.float32)
+    assert cfg == Config(d_model=16, dtype="float32") and type(cfg.d_model) is int and cfg.dtype == "float32"
+    assert cfg.extra == {"d_out": 3} and cfg.extra is not base.extra
+    assert make_config().extra is not make_config().extra    # a module writing into one cfg's extra reaches no other
+    with pytest.raises(TypeError, match="no field 'dmodel'"):
+        base.replace(dmodel=8)

@@ -65,7 +65,20 @@ class Config:
         return getattr(self, name, self.extra.get(name, default))
 
     def replace(self, **changes):
-        return dataclasses.replace(self, **changes)
+        """A copy with `changes`, each through its rule, then the rules that tie fields together. The fields
+        kept were checked when self was made (a cfg is made several times per run, and checking every field
+        of every one was half the cost of planning a run). `extra` is copied, never shared."""
+        unknown = [name for name in changes if name not in FIELDS and name != "extra"]
+        if unknown:
+            raise TypeError(f"Config has no field {unknown[0]!r}")
+        new = object.__new__(Config)
+        new.__dict__.update(self.__dict__)
+        for name, value in changes.items():
+            object.__setattr__(new, name, dict(value) if name == "extra" else options.check_field(name, value))
+        if "extra" not in changes:
+            object.__setattr__(new, "extra", dict(self.extra))
+        options.check_relations(new)
+        return new
 
     def to_dict(self):
         """The fields and the extra sizes in one new dict (containers copied; built field by field: it goes
@@ -77,6 +90,7 @@ class Config:
 
 FIELDS = {f.name: f for f in dataclasses.fields(Config) if f.name != "extra"}
 _NAMES = tuple(FIELDS)
+_DEFAULT = Config()     # the defaults, checked once; make_config's changes are checked one by one
 
 
 def parse_value(name, text):
@@ -108,7 +122,7 @@ def make_config(base=None, **overrides):
                  for k, v in overrides.items()}
     if "dtype" in overrides:
         overrides["dtype"] = np.dtype(overrides["dtype"]).name if _is_dtype(overrides["dtype"]) else overrides["dtype"]
-    return dataclasses.replace(base or Config(), **overrides)
+    return (base or _DEFAULT).replace(**overrides)
 
 
 def _is_dtype(value):

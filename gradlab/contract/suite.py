@@ -51,6 +51,7 @@ def check(name, *, summary, needs=(), any_of=(), forms=(), order=50):
             raise ValueError(f"check {name!r} is declared twice: {CHECKS[name].fn.__module__} and {fn.__module__}")
         CHECKS[name] = CheckSpec(name, _float16_gate(fn), summary, frozenset(needs), frozenset(any_of),
                                  frozenset(forms), order)
+        _ordered.clear()     # worked out again on next use
         return fn
     return decorate
 
@@ -70,6 +71,7 @@ def _float16_gate(fn):
 
 
 _loaded = False
+_ordered = {}     # None -> every check in run order; id(kind) -> (kind, those that apply to it); cleared by @check
 
 
 def all_checks():
@@ -80,11 +82,17 @@ def all_checks():
         for info in pkgutil.iter_modules(package.__path__):
             importlib.import_module(f"{package.__name__}.{info.name}")
         _loaded = True
-    return sorted(CHECKS.values(), key=lambda c: (c.order, c.name))
+    if None not in _ordered:
+        _ordered[None] = tuple(sorted(CHECKS.values(), key=lambda c: (c.order, c.name)))
+    return list(_ordered[None])
 
 
 def applicable(kind):
-    return [c for c in all_checks() if c.applies(kind)]
+    """The checks that apply to `kind` (a KindSpec), in run order."""
+    known = _ordered.get(id(kind))
+    if known is None or known[0] is not kind:
+        known = _ordered[id(kind)] = (kind, tuple(c for c in all_checks() if c.applies(kind)))
+    return list(known[1])
 
 
 def resolve(names):

@@ -42,7 +42,7 @@ def new_seed():
 def config_for(kind, seed=0, **overrides):
     """The cfg a kind is checked with: the kind's defaults, then the user's overrides."""
     spec = get_kind(kind)
-    base = make_config(Config(), **spec.cfg_defaults)
+    base = make_config(**spec.cfg_defaults)
     return make_config(base, **overrides, seed=seed)
 
 
