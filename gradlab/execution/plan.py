@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gradlab.contract import options, suite
-from gradlab.contract.config import Config, make_config
+from gradlab.contract.config import make_config
 from gradlab.contract.errors import CheckFailure, CheckSkipped, StudentError, UsageError
 from gradlab.contract.kinds import KINDS, get_kind
 from gradlab.contract.records import ERROR, FAIL, PASS, SKIP, CheckRecord, KindResult
