@@ -160,9 +160,12 @@ class ModuleSetup:
         g = FastNormals(rng).standard_normal(out.shape).astype(out.dtype)   # the g backward sees...
         g64 = g.astype(np.float64)                               # ...is exactly the g in f
         # the precision the module computes in: its lowest among output, input and parameters
-        # (float32 parameters make float32 intermediates, even if a float64 scalar promotes the output)
+        # (float32 parameters make float32 intermediates, even if a float64 scalar promotes the output; a float32
+        # x does too, before it meets a float64 parameter: a LayerNorm's mean and variance of x, with float64
+        # gamma, np.ones(d)'s default)
         # (the inputs are gradlab's, in cfg.dtype: a module that computes in float32 from a float16 x is float32)
-        own = [out] + [sl.value for sl in self.slots]
+        own = [out] + [sl.value for sl in self.slots] + \
+            [a for a in inputs if isinstance(a, np.ndarray) and a.dtype.kind == "f" and eps_of(a.dtype) < EPS["float16"]]
         own_eps = _eps(*own)
         # what is read next: the parameters, their gradients and (when the numerics run on this module, not
         # on a float64 copy) the attention weights it keeps (through a worker: with the backward's reply)

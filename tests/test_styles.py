@@ -31,6 +31,7 @@ CORRECT = [
     ("style_forward_only.py", "attention"),
     ("style_forward_only.py", "layernorm"),
     ("style_grads_by_name.py", "layernorm"),
+    ("style_default_float64_params.py", "layernorm"),
 ]
 FORWARD_ONLY = {("style_forward_only.py", "attention"): "raised NotImplementedError",
                 ("style_forward_only.py", "layernorm"): "has no backward() method"}
@@ -50,6 +51,7 @@ BROKEN = [
     ("style_forward_only_bad.py", "attention", "softmax_rows", ["future position 1", "off by one"]),
     ("style_forward_only_bad.py", "attention", "causality", ["sees the future"]),
     ("style_grads_by_name_bad.py", "layernorm", "reference", ["unbiased variance", "ddof=1"]),
+    ("style_default_float64_params_bad.py", "layernorm", "gradient", ["input gradient 'x'", "the variance"]),
 ]
 
 
@@ -100,6 +102,19 @@ def test_broken_twin_fails_with_the_right_words(name, kind, check, words):
     assert record.status == "fail", (record.status, record.message)
     for w in words:
         assert w in record.message, (w, record.message)
+
+
+def test_float64_parameters_under_float32_judged_in_float32():
+    """np.ones(d) parameters stay float64 under --dtype float32, while a LayerNorm's mean and variance come
+    from the float32 x: the gradient is judged at the precision the module computed in (its float32 input's),
+    not the float64 of its output and parameters (that failed the correct module, README's example among
+    them); the missing variance term is still named."""
+    for name in ("style_default_float64_params.py", "../../../examples/student_modules.py"):
+        result = gradlab.check("layernorm", impl=_path(name), checks=["gradient"], seed=0, dtype="float32")
+        assert result.passed, result["gradient"].message
+    bad = gradlab.check("layernorm", impl=_path("style_default_float64_params_bad.py"), checks=["gradient"], seed=0,
+                        dtype="float32")["gradient"]
+    assert bad.status == "fail" and "the variance" in bad.message, bad.message
 
 
 def test_every_style_has_a_broken_twin():
