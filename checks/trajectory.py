@@ -30,6 +30,11 @@ STEPS = 6
 # Every optimizer runs with and without weight decay: the cfg's value, and OTHER_DECAY (or 0 when
 # the cfg's is not 0), so a decay applied the wrong way is seen whatever the kind's default.
 OTHER_DECAY = 0.01
+# ... and in that second run every other hyperparameter the reference optimizer reads is moved off the
+# cfg's value too, each to its own value: one hard-coded (betas=(0.9, 0.999)), or read from the wrong field
+# (SGD's momentum from beta1: both 0.9 by default), would pass a run at the defaults.
+OTHER_VALUES = {"lr": lambda v: v * 2 if v * 2 <= 1 else v / 2, "momentum": lambda v: 0.5 if v != 0.5 else 0.7,
+                "beta1": lambda v: 0.8 if v != 0.8 else 0.85, "beta2": lambda v: 0.99 if v != 0.99 else 0.995}
 # Parameters in this order on purpose: a momentum buffer shared between
 # parameters broadcasts (3,) into (4, 3) without an error on the first step,
 # so the wrong numbers are seen before any shape error.
@@ -79,21 +84,38 @@ def run_optimizer(optimizer, params0, grads_seq, step=None, dtype=np.float64):
 
 
 def _optimizer(subject, rng):
-    """The same steps with the cfg's weight_decay and with the other setting (0 or OTHER_DECAY)."""
+    """The same steps with the cfg's weight_decay and with the other setting (0 or OTHER_DECAY, and the
+    other hyperparameters the reference reads moved: _other_setting)."""
     cfg = subject.cfg
     params0, grads_seq = _problem(cfg, rng)
-    other = 0.0 if cfg.weight_decay > 0 else OTHER_DECAY
-    second = Subject(subject.kind, subject.registration, cfg.replace(weight_decay=other), subject.impl_name,
-                     subject.files)
+    changes, shown = _other_setting(subject.kind, cfg, params0, grads_seq)
+    second = Subject(subject.kind, subject.registration, cfg.replace(**changes), subject.impl_name, subject.files)
     outcomes = [_optimizer_run(subject, params0, grads_seq)]
     try:
-        outcomes.append(_optimizer_run(second, params0, grads_seq))
+        outcomes.append(_optimizer_run(second, params0, grads_seq, shown=shown))
     except CheckFailure:
         _same_again(subject, params0, grads_seq)
         raise
     views = [v for o in outcomes for v in o.details["views"]]
     metrics = {**outcomes[0].metrics, "max_error": max(o.metrics["max_error"] for o in outcomes)}
     return Outcome(" and ".join(o.message for o in outcomes), metrics, {"views": views})
+
+
+def _other_setting(kind, cfg, params0, grads_seq):
+    """The second run's changes to cfg (weight decay switched, every field of OTHER_VALUES moved: an SGD that
+    reads beta1 then differs from one that hard-codes 0.9), and the fields its words show: weight_decay and
+    those the reference optimizer reads (its first two steps move when the field alone is moved)."""
+    def first_steps(c):
+        return run_optimizer(reference_impl().get(kind.name).target(c), params0, grads_seq[:2])[0]
+
+    base = first_steps(cfg)
+    changes, shown = {"weight_decay": 0.0 if cfg.weight_decay > 0 else OTHER_DECAY}, ["weight_decay"]
+    for name, other in OTHER_VALUES.items():
+        changes[name] = other(getattr(cfg, name))
+        moved = first_steps(cfg.replace(**{name: changes[name]}))
+        if any(not np.array_equal(a[n], b[n]) for a, b in zip(base, moved) for n in SHAPES):
+            shown.append(name)
+    return changes, tuple(shown)
 
 
 def _same_again(subject, params0, grads_seq):
@@ -108,10 +130,11 @@ def _same_again(subject, params0, grads_seq):
             "share state between instances (a class-level dict or counter)?", again.metrics, again.details) from None
 
 
-def _optimizer_run(subject, params0, grads_seq):
+def _optimizer_run(subject, params0, grads_seq, shown=("weight_decay",)):
+    """One run of STEPS steps against the reference; its words name the cfg fields `shown` (the setting)."""
     kind, cfg = subject.kind, subject.cfg
     tol = tolerance("trajectory", cfg.np_dtype).rtol
-    setting = f"weight_decay={cfg.weight_decay:g}"
+    setting = ", ".join(f"{name}={getattr(cfg, name):g}" for name in shown)
     ref_opt = reference_impl().get(kind.name).target(cfg)
     want, _ = run_optimizer(ref_opt, params0, grads_seq)
     allowed = _allowed(kind, cfg, params0, grads_seq, want, tol)
@@ -289,14 +312,30 @@ _ADAM_COMMON = [
      "m_hat / (sqrt(v_hat) + eps)", dict(eps_hat=True)),
 ]
 
+_FIXED_BETAS = ("beta1 and beta2 stay 0.9 and 0.999 whatever cfg says (hard-coded?): read cfg.beta1 and cfg.beta2",
+                lambda cfg: cfg.replace(beta1=0.9, beta2=0.999))
+_FIXED_MOMENTUM = ("the momentum stays 0.9 whatever cfg.momentum says (hard-coded?): read cfg.momentum",
+                   lambda cfg: cfg.replace(momentum=0.9))
+_BETA1_MOMENTUM = ("the momentum is cfg.beta1 (Adam's), not cfg.momentum: both are 0.9 by default",
+                   lambda cfg: cfg.replace(momentum=cfg.beta1))
+
+
+def _fixed(hint_and_cfg, make):
+    """A variant that runs `make` on the cfg as the student's code would see it with a value hard-coded."""
+    hint, fixed = hint_and_cfg
+    return hint, lambda cfg: make(fixed(cfg))
+
+
 OPTIMIZER_VARIANTS = {
     "adam": [(h, (lambda kw: lambda cfg: _Adam(cfg, "coupled", **kw))(kw)) for h, kw in _ADAM_COMMON] + [
+        _fixed(_FIXED_BETAS, lambda cfg: _Adam(cfg, "coupled")),
         ("weight decay is decoupled (AdamW style); torch.optim.Adam adds weight_decay * theta to the gradient",
          lambda cfg: _Adam(cfg, "before")),
         ("weight_decay is ignored; torch.optim.Adam adds weight_decay * theta to the gradient",
          lambda cfg: _Adam(cfg, "none")),
     ],
     "adamw": [(h, (lambda kw: lambda cfg: _Adam(cfg, "before", **kw))(kw)) for h, kw in _ADAM_COMMON] + [
+        _fixed(_FIXED_BETAS, lambda cfg: _Adam(cfg, "before")),
         ("the weights are decayed after the Adam update; AdamW decays first: theta *= 1 - lr * weight_decay, "
          "then the update", lambda cfg: _Adam(cfg, "after")),
         ("weight decay is coupled into the gradient (g += weight_decay * theta, plain Adam with L2); AdamW decays "
@@ -309,6 +348,8 @@ OPTIMIZER_VARIANTS = {
          "the update); decay once, before the Adam update", lambda cfg: _Adam(cfg, "twice")),
     ],
     "sgd": [
+        _fixed(_FIXED_MOMENTUM, lambda cfg: _SGD(cfg)),
+        _fixed(_BETA1_MOMENTUM, lambda cfg: _SGD(cfg)),
         ("the momentum buffer is missing: buf = momentum * buf + g, then p -= lr * buf",
          lambda cfg: _SGD(cfg, momentum=False)),
         ("one momentum buffer is shared by all parameters: keep a buffer per parameter (e.g. a dict keyed by name)",

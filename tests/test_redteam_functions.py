@@ -32,6 +32,10 @@ TABLE = [
     # article's Adam takes a weight_decay argument and ignores it; the decoupled one is AdamW's rule in Adam
     ("red_fn_ok_seed_article.py", "adam", "trajectory", ["weight_decay=0.01", "weight_decay is ignored"]),
     ("red_fn_bad_adam_decoupled_wd.py", "adam", "trajectory", ["weight_decay=0.01", "decoupled (AdamW style)"]),
+    # the second run moves every hyperparameter the reference reads, each to its own value: one hard-coded at its
+    # default, or read from another field with the same default, shows there
+    ("red_fn_bad_sgd_momentum_from_beta1.py", "sgd", "trajectory", ["momentum=0.5", "the momentum is cfg.beta1"]),
+    ("red_fn_bad_adam_fixed_betas.py", "adam", "trajectory", ["beta1=0.8, beta2=0.99", "hard-coded?"]),
     ("red_fn_bad_adam_t_in_helper.py", "adam", "trajectory", ["after step 1", "'w1'", "t is counted per parameter"]),
     ("red_fn_bad_adam_t_after.py", "adam", "trajectory", ["after step 1", "got nan", "t = 0"]),
     ("red_fn_bad_adam_m_uncorrected.py", "adam", "trajectory", ["after step 1", "only v is bias-corrected"]),
