@@ -171,3 +171,12 @@ def test_gradient_check_reports_the_diagnosis(run, zoo, kind, name, words):
     assert record.status == "fail", record.message
     for word in words:
         assert word in record.message, (word, record.message)
+
+
+def test_a_factor_names_every_meaning_it_may_have_and_half_is_not_twice():
+    from gradlab.diagnosis.causes import _factor_advice
+    half = _factor_advice("1/2 (or 1/B: equal at this size) = 0.5")
+    assert "half the right gradient" in half and "a mean where a sum belongs" in half and "twice" not in half
+    double = _factor_advice("2 (or B (batch size): equal at this size) = 2")
+    assert "added twice" in double and "a mean where a sum belongs" in double
+    assert _factor_advice("d_model = 12") == ""

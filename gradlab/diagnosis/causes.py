@@ -168,16 +168,27 @@ def _fit_factor(got, want):
 
 
 def _factor_advice(label):
-    label = label.split(" (or ")[0]
-    if "sqrt(d_k)" in label:
-        return ": the 1/sqrt(d_k) scale of the attention scores is missing or applied twice"
-    if label.startswith("-1"):
-        return ": the sign is flipped"
-    if any(k in label for k in ("B*T", "B (", "T (", "1/B", "1/T")):
-        return ": a mean where a sum belongs, or the other way round (over batch and/or time)"
-    if label.split(" =")[0] in ("2", "1/2"):
-        return ": a factor 2 (e.g. the derivative of x^2 is 2x, or a gradient added twice)"
-    return ""
+    """What a factor named by name_factor usually means; for a factor with several names at this size
+    (1/2 = 1/B when B = 2), each of their meanings, the first name's first."""
+    first, _, rest = label.split(" =")[0].partition(" (or ")
+    advice = []
+    for name in [first] + [n.strip() for n in rest.split(":")[0].split(",") if n.strip()]:
+        words = _FACTOR_WORDS.get(name)
+        if words is None and "sqrt(d_k)" in name:
+            words = "the 1/sqrt(d_k) scale of the attention scores is missing or applied twice"
+        elif words is None and name.startswith("-1"):
+            words = "the sign is flipped"
+        elif words is None and any(k in name for k in ("B*T", "B", "T")):
+            words = "a mean where a sum belongs, or the other way round (over batch and/or time)"
+        if words and words not in advice:
+            advice.append(words)
+    return ": " + "; or ".join(advice) if advice else ""
+
+
+_FACTOR_WORDS = {
+    "2": "a factor 2 (e.g. the derivative of x^2 is 2x, or a gradient added twice)",
+    "1/2": "half the right gradient (e.g. a 1/2 in front of a derivative of x^2, or only one of two paths added)",
+}
 
 
 def name_factor(c, cfg):
