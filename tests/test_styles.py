@@ -32,6 +32,7 @@ CORRECT = [
     ("style_forward_only.py", "layernorm"),
     ("style_grads_by_name.py", "layernorm"),
     ("style_default_float64_params.py", "layernorm"),
+    ("style_float32_inside.py", "ffn"),
 ]
 FORWARD_ONLY = {("style_forward_only.py", "attention"): "raised NotImplementedError",
                 ("style_forward_only.py", "layernorm"): "has no backward() method"}
@@ -52,6 +53,7 @@ BROKEN = [
     ("style_forward_only_bad.py", "attention", "causality", ["sees the future"]),
     ("style_grads_by_name_bad.py", "layernorm", "reference", ["unbiased variance", "ddof=1"]),
     ("style_default_float64_params_bad.py", "layernorm", "gradient", ["input gradient 'x'", "the variance"]),
+    ("style_float32_inside_bad.py", "ffn", "gradient", ["is wrong", "240 of 240 elements are off"]),
 ]
 
 

@@ -132,6 +132,19 @@ SEPARATION = 10.0
 EPS = {name: float(np.finfo(name).eps) for name in ("float64", "float32", "float16")}   # rounding units
 
 
+def computed_eps(arrays):
+    """The rounding unit of the precision these float64 results were computed in: float32's when every
+    entry of every one is a float32 number (and some are not 0), as from a module that computes in
+    float32 inside and casts its results back to float64; otherwise float64's. (Results of a float64
+    computation from random inputs are float32 numbers by chance with probability ~2**-29 per entry.)"""
+    arrays = [a for a in arrays if isinstance(a, np.ndarray) and a.dtype == np.float64 and a.size]
+    if not arrays or not any(a.any() for a in arrays):
+        return EPS["float64"]
+    with np.errstate(over="ignore"):
+        exact = all(np.array_equal(a, a.astype(np.float32), equal_nan=True) for a in arrays)
+    return EPS["float32"] if exact else EPS["float64"]
+
+
 def eps_of(dtype):
     """The rounding unit of a float dtype (float32's for anything else: ints, objects)."""
     try:
