@@ -107,11 +107,11 @@ def main(argv=None):
         print(f"gradlab: error: {e}", file=sys.stderr)
         if getattr(args, "verbose", False) and e.__cause__ is not None:
             import traceback
-            text = getattr(e.__cause__, "traceback_text", None)     # from a worker process
-            if text:
-                print(text, file=sys.stderr)
-            else:
+            text = getattr(e.__cause__, "traceback_text", None)     # from a worker process ("": none to show)
+            if text is None:
                 traceback.print_exception(e.__cause__)
+            elif text:
+                print(text, file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         from gradlab.execution.remote import close_all
