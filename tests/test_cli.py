@@ -284,10 +284,10 @@ def test_student_prints_are_counted_not_shown_unless_verbose(tmp_path, capsys):
     assert "softmax called" in out and "your code printed" not in out
 
 
-def test_verbose_shows_no_empty_worker_traceback_for_a_syntax_error(tmp_path, capsys):
+def test_verbose_shows_no_empty_worker_traceback_for_a_syntax_error(tmp_path):
     """-v adds the worker's traceback when there is one; a syntax error has none to add (it printed a
     bare 'RemoteTraceback: in gradlab's worker' line)."""
     student_file(tmp_path, "syntax.py", forward="return x *(")
-    code, out, err = run_main(capsys, "check", "layernorm", "--impl", str(tmp_path / "syntax.py"), "-v")
+    code, out, err = run_command("check", "layernorm", "--impl", str(tmp_path / "syntax.py"), "-v")
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "syntax.py:11: syntax error" in err and "RemoteTraceback" not in err
