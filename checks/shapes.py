@@ -7,7 +7,7 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.execution.harness import describe
-from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILITIES
+from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILITIES, same_layout
 from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
 
@@ -31,9 +31,10 @@ class _Table:
                           "ok": ok, "note": note})
         return ok
 
-    def info(self, tensor, actual, note):
+    def info(self, tensor, actual, note, expected="-"):
         """A row that is shown but not judged (e.g. a parameter with no reference counterpart)."""
-        self.rows.append({"tensor": tensor, "expected": "-", "actual": _text(actual), "ok": True, "note": note})
+        self.rows.append({"tensor": tensor, "expected": _text(expected), "actual": _text(actual), "ok": True,
+                          "note": note})
 
     def bad(self):
         return [r for r in self.rows if not r["ok"]]
@@ -149,7 +150,10 @@ def _param_rows(subject, module, slots, rows, notes):
         if ref in expected:
             matched.add(ref)
             label = f"parameter {slot.name!r}" + (f" (reference {ref!r})" if ref != slot.name else "")
-            rows.add(label, expected[ref], shape, _in_words(kind, ref))
+            if shape != tuple(expected[ref]) and same_layout(shape, expected[ref]):
+                rows.info(label, shape, "the same numbers, with leading axes of length 1: accepted", expected[ref])
+            else:
+                rows.add(label, expected[ref], shape, _in_words(kind, ref))
         else:
             unmatched.append(slot)
             rows.info(f"parameter {slot.name!r}", shape, "no reference parameter of this name")

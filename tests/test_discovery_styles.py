@@ -374,8 +374,21 @@ def test_a_size_tied_to_cfg_names_the_field(run):
 
     smoke = run("layernorm", lambda cfg: Padded(cfg.d_model), ["smoke"])["smoke"]
     assert "returned shape (2, 5, 13); expected (2, 5, 12) = (batch_size, seq_len, d_model) from cfg" in smoke.message
-    shapes = run("layernorm", lambda cfg: LN((1, cfg.d_model)), ["shapes"])["shapes"]
-    assert "parameter 'gamma' has shape (1, 12), expected (12,) ((d_model,) from cfg)" in shapes.message
+    assert run("layernorm", lambda cfg: LN((1, cfg.d_model)), ["shapes"])["shapes"].status == "pass"   # a row: the same numbers
+
+    class TwoRows(LN):                    # gamma and beta with a second row nobody reads
+        def forward(self, x):
+            self.x = x
+            return x * self.params["gamma"][0] + self.params["beta"][0]
+
+        def backward(self, g):
+            self.grads = {k: np.zeros_like(v) for k, v in self.params.items()}
+            self.grads["gamma"][0] = (g * self.x).sum((0, 1))
+            self.grads["beta"][0] = g.sum((0, 1))
+            return g * self.params["gamma"][0]
+
+    shapes = run("layernorm", lambda cfg: TwoRows((2, cfg.d_model)), ["shapes"])["shapes"]
+    assert "parameter 'gamma' has shape (2, 12), expected (12,) ((d_model,) from cfg)" in shapes.message
 
 
 def test_a_params_property_handing_out_copies_is_one_clear_line():

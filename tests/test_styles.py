@@ -33,6 +33,7 @@ CORRECT = [
     ("style_grads_by_name.py", "layernorm"),
     ("style_default_float64_params.py", "layernorm"),
     ("style_float32_inside.py", "ffn"),
+    ("style_nnfs_row_bias.py", "ffn"),
 ]
 FORWARD_ONLY = {("style_forward_only.py", "attention"): "raised NotImplementedError",
                 ("style_forward_only.py", "layernorm"): "has no backward() method"}
@@ -54,6 +55,7 @@ BROKEN = [
     ("style_grads_by_name_bad.py", "layernorm", "reference", ["unbiased variance", "ddof=1"]),
     ("style_default_float64_params_bad.py", "layernorm", "gradient", ["input gradient 'x'", "the variance"]),
     ("style_float32_inside_bad.py", "ffn", "gradient", ["is wrong", "240 of 240 elements are off"]),
+    ("style_nnfs_row_bias_bad.py", "ffn", "gradient", ["'dense2.biases'", "a mean where a sum belongs"]),
 ]
 
 
@@ -117,6 +119,19 @@ def test_float64_parameters_under_float32_judged_in_float32():
     bad = gradlab.check("layernorm", impl=_path("style_default_float64_params_bad.py"), checks=["gradient"], seed=0,
                         dtype="float32")["gradient"]
     assert bad.status == "fail" and "the variance" in bad.message, bad.message
+
+
+def test_a_row_bias_is_the_reference_bias():
+    """nnfs keeps a bias as a (1, n) row: the same numbers as the reference's (n,), shown as such by
+    `shapes` and loaded by broadcasting (it failed shapes, reference and overfit); a (2, n) one is not."""
+    result = gradlab.check("ffn", impl=_path("style_nnfs_row_bias.py"), checks=["shapes", "reference"], seed=0)
+    assert result.passed, [(c.name, c.message) for c in result.checks]
+    rows = {r["tensor"]: r for r in result["shapes"].details["views"][0]["rows"]}
+    row = rows["parameter 'dense1.biases' (reference 'b1')"]
+    assert (row["expected"], row["actual"], row["ok"]) == ("(20,)", "(1, 20)", True) and "accepted" in row["note"]
+    from gradlab.contract.kinds import same_layout
+    assert same_layout((1, 20), (20,)) and same_layout((1, 1, 20), (20,)) and same_layout((20,), (20,))
+    assert not same_layout((2, 20), (20,)) and not same_layout((20, 1), (20,)) and not same_layout((1, 20), (1, 20, 1))
 
 
 def test_every_style_has_a_broken_twin():

@@ -60,6 +60,16 @@ class Input:
         return rng.standard_normal(shape).astype(cfg.np_dtype)
 
 
+def same_layout(shape, reference):
+    """True when a parameter of `shape` holds the numbers of a reference parameter of shape `reference` in the
+    same order: the same shape, or the same once leading axes of length 1 are dropped (a (1, n) bias, as
+    nnfs-style code keeps it, for the reference's (n,): it broadcasts alike, and loads by broadcasting)."""
+    shape, reference = tuple(shape), tuple(reference)
+    while shape[:1] == (1,) and len(shape) > len(reference):
+        shape = shape[1:]
+    return shape == reference
+
+
 def src_len(cfg):
     """The encoder memory's length: different from seq_len, so a swapped axis cannot pass unseen."""
     return cfg.seq_len + 2

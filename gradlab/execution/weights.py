@@ -11,6 +11,7 @@ import numpy as np
 
 from gradlab.execution.discovery import find_slots
 from gradlab.contract.errors import CheckFailure, CheckSkipped
+from gradlab.contract.kinds import same_layout
 from gradlab.execution.subject import randomize_params
 
 
@@ -168,7 +169,7 @@ def load_reference(subject, module, slots, ref_params):
     by_name = {slot.name: slot for slot in slots}
     for their, ref in mapping.items():
         mine, want = tuple(theirs[their]), tuple(reference[ref])
-        if mine != want:
+        if not same_layout(mine, want):
             hint = ""
             if len(want) == 2 and mine == want[::-1]:
                 hint = (f"; it looks transposed: you store it as (d_out, d_in) = {mine} and compute x @ W.T, "
