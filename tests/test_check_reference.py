@@ -102,6 +102,18 @@ def test_dict_map_is_applied_and_completed_by_name():
     assert resolve_names("attention", theirs, REF, {"W": "qkv_weight"})["W"] == "qkv_weight"
 
 
+def test_reference_names_under_a_prefix_of_their_own_are_matched():
+    """Children kept in a dict ("layers.ln1.gamma"): each name is a reference name under a prefix. Only
+    one-to-one pairs of the same layout count; what is left goes on to the shape match (or the skip)."""
+    ref = {"ln1.gamma": (4,), "ln1.beta": (4,), "ffn.w1": (4, 8)}
+    theirs = {"layers.ln1.gamma": (4,), "layers.ln1.beta": (1, 4), "layers.ffn.w1": (4, 8)}
+    assert resolve_names("block", theirs, ref) == {"layers.ln1.gamma": "ln1.gamma", "layers.ln1.beta": "ln1.beta",
+                                                   "layers.ffn.w1": "ffn.w1"}
+    twice = {"a.ln1.gamma": (4,), "b.ln1.gamma": (4,), "ln1.beta": (4,), "ffn.w1": (4, 8)}
+    with pytest.raises(CheckSkipped, match="cannot tell which"):      # two candidates for one name: no guess
+        resolve_names("block", twice, ref)
+
+
 @pytest.mark.parametrize("theirs, param_map, words", [
     ({"a": (4,), "b": (4,)}, None, ["cannot tell which", "param_map"]),
     ({"gamma": (4,), "beta": (4,)}, {"gama": "gamma"}, ["'gama'", "not one of the module's parameters"]),
@@ -142,3 +154,33 @@ def test_module_computing_in_float32_is_judged_by_float32_rounding(zoo, run):
     """It ignores cfg.dtype and works in float32: correct, so no alarm in a float64 run."""
     result = run("linear", zoo("grad_ok_linear_float32_only.py"), ["reference"], dtype="float64")
     assert result["reference"].status == "pass", result["reference"].message
+
+
+def test_a_post_ln_block_with_children_in_a_dict_is_named(run):
+    """Its parameters are "layers.ln1.gamma" and so on: matched to the reference's names, so `reference`
+    runs (it was skipped for want of a param_map, and the wrong architecture passed with exit 0)."""
+    from gradlab.modules.attention import CausalSelfAttention
+    from gradlab.modules.ffn import FeedForward
+    from gradlab.modules.layernorm import LayerNorm
+
+    class PostLN:
+        def __init__(self, cfg):
+            rng = np.random.default_rng(cfg.seed)
+            self.layers = {"ln1": LayerNorm(cfg.d_model, seed=rng), "attn": CausalSelfAttention(cfg.d_model,
+                           cfg.num_heads, seed=rng), "ln2": LayerNorm(cfg.d_model, seed=rng),
+                           "ffn": FeedForward(cfg.d_model, cfg.d_ff, seed=rng)}
+
+        def forward(self, x):
+            n = self.layers
+            h = n["ln1"].forward(x + n["attn"].forward(x))
+            return n["ln2"].forward(h + n["ffn"].forward(h))
+
+        def backward(self, g):
+            n = self.layers
+            dh = n["ln2"].backward(g)
+            dh = dh + n["ffn"].backward(dh)
+            dx = n["ln1"].backward(dh)
+            return dx + n["attn"].backward(dx)
+
+    record = run("block", PostLN, ["reference"])["reference"]
+    assert record.status == "fail" and "matches a Post-LN block" in record.message, record.message

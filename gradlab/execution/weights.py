@@ -65,6 +65,8 @@ def resolve_names(kind_name, theirs, reference, param_map=None):
         return _complete(kind_name, mapping, theirs, reference)
 
     mapping = {name: name for name in theirs if name in reference}
+    mapping.update(_suffix_match({n: s for n, s in theirs.items() if n not in mapping},
+                                 {n: s for n, s in reference.items() if n not in mapping.values()}))
     left = {n: s for n, s in theirs.items() if n not in mapping}
     left_ref = {n: s for n, s in reference.items() if n not in mapping.values()}
     if left:
@@ -76,6 +78,16 @@ def resolve_names(kind_name, theirs, reference, param_map=None):
                 "copied in; tell gradlab with param_map\n" + _template(kind_name, theirs, reference))
         mapping.update(by_shape)
     return _complete(kind_name, mapping, theirs, reference)
+
+
+def _suffix_match(theirs, reference):
+    """{their name: reference name} where their name is the reference's under a prefix of their own
+    ("layers.ln1.gamma" for "ln1.gamma": children kept in a dict or a container attribute), of the same
+    layout, and nothing else of either side pairs with either of the two."""
+    pairs = [(n, r) for n, shape in theirs.items() for r, ref_shape in reference.items()
+             if n.endswith("." + r) and same_layout(shape, ref_shape)]
+    return {n: r for n, r in pairs
+            if sum(1 for m, q in pairs if m == n) == 1 and sum(1 for m, q in pairs if q == r) == 1}
 
 
 def _complete(kind_name, mapping, theirs, reference):
