@@ -48,7 +48,7 @@ from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, SMOOTHING
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.numerics.engine import EPS, Engine, Tensor, eps_of, point_value, random_direction
 from gradlab.numerics.repeatable import require_repeatable
-from gradlab.numerics.tolerance import (IDIOM_WALK, NOISE_CANNOT_JUDGE, TWIN_MATCH, TWIN_MATCH_FLOAT16, division_idiom,
+from gradlab.numerics.tolerance import (IDIOM_WALK, computed_eps, NOISE_CANNOT_JUDGE, TWIN_MATCH, TWIN_MATCH_FLOAT16, division_idiom,
                                         idiom_allowance, loss_row_bounds, twin_rounding)
 from gradlab.contract.records import heatmap, table
 from gradlab.execution.subject import (IGNORE_INDEX, LOG_GUARD, Subject, call_cross_entropy, copies, loss_inputs,
@@ -167,6 +167,11 @@ class ModuleSetup:
         own = [out] + [sl.value for sl in self.slots] + \
             [a for a in inputs if isinstance(a, np.ndarray) and a.dtype.kind == "f" and eps_of(a.dtype) < EPS["float16"]]
         own_eps = _eps(*own)
+        if computed_eps([out]) > own_eps:
+            # float32 arithmetic returned as float64: a float64 output of float32 numbers. A float64 build of
+            # it would compute in float32 too (no float64 copy to take finite differences of): judged as float32
+            own_eps = computed_eps([out])
+            self.note = self.note or "it computes in float32 whatever cfg.dtype says (its float64 output is float32 numbers)"
         # what is read next: the parameters, their gradients and (when the numerics run on this module, not
         # on a float64 copy) the attention weights it keeps (through a worker: with the backward's reply)
         dxs = s.backward(self.module, g.copy(), next_grads=self.slots,
@@ -184,7 +189,7 @@ class ModuleSetup:
         analytical = [(specs[k].name, inputs[k], d) for k, d in zip(wrt, dxs)] + \
                      [(sl.name, sl.value, grads[sl.name]) for sl in self.slots]
         context = {"cfg": s.cfg, "x": inputs[0], "g": g64, "inputs": inputs}
-        low = self.low = min(own, key=lambda a: -eps_of(a.dtype)).dtype
+        low = self.low = min(own, key=lambda a: -eps_of(a.dtype)).dtype if _eps(*own) == own_eps else np.dtype("float32")
         eps_an = max(own_eps, _eps(*[a for _, _, a in analytical]))
         if own_eps > EPS["float64"] and self.note is None:
             twin_inputs = _in_float64(inputs, wrt)
@@ -615,9 +620,10 @@ def judge(subject, setup, rng):
             calls += engine.calls
             continue
         passed = joint.ok
-        if passed and half:
-            # float16: the joint direction dilutes one tensor's error among the others' float16 rounding (a 3x
-            # weight gradient beside a large input gradient passed); every tensor is judged on its own as well
+        if passed and (half or problem.eps_numeric > EPS["float64"]):
+            # float16, or finite differences in float32 (no float64 copy): the joint direction dilutes one tensor's
+            # error among the others' rounding (a 3x weight gradient beside a large input gradient passed; one
+            # element of a bias 1.5x); every tensor is judged on its own as well
             passed = all(r.ok or r.kinky for r in (engine.directional(engine.tensor_dirs(dirs, {i}))
                                                    for i in range(len(problem.tensors))))
         if half:
