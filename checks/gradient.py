@@ -341,8 +341,27 @@ class ModuleSetup:
             by_name[sl.name].value[...] = sl.value
         self.twin = (twin, twin_slots)
         self._twin_subject = twin_subject
-        if not self._twin_matches(inputs64, out):
+        if not self._twin_matches(inputs64, out) or self._twin_computes_in_float32(inputs64):
             self.twin = None
+
+    def _twin_computes_in_float32(self, inputs64):
+        """True (and said in the note) when the float64 build still computes in float32: at float inputs that
+        are not float32 numbers, its output is all float32 numbers. Finite differences of it would be judged
+        with float64's allowances; the module's own, judged as float32, resolve far more. (A module without a
+        float input, an embedding's lookup of float32 weights, is not probed: it cannot tell.)"""
+        moved = tuple(a * (1 + 2.0 ** -30) if isinstance(a, np.ndarray) and a.dtype == np.float64 else a
+                      for a in inputs64)
+        if not any(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in inputs64):
+            return False
+        self.calls += 1
+        try:
+            probe = self._twin_subject.forward(self.twin[0], *copies(moved))
+        except StudentError:
+            return False
+        if computed_eps([probe]) > EPS["float64"]:
+            self.note = "its build with dtype='float64' still computes in float32 (its output is float32 numbers)"
+            return True
+        return False
 
     def _twin_matches(self, inputs64, out):
         twin, _ = self.twin

@@ -150,12 +150,13 @@ def test_one_wrong_element_of_a_module_computing_in_float32_is_found(monkeypatch
             b2[np.argmax(np.abs(b2))] *= 1.5        # its largest element: a typical one can be below the resolution
             return dx
 
-    for seed in range(5):
-        record = gradlab.check("ffn", impl=lambda cfg: OneElement(cfg.d_model, cfg.d_ff, cfg.np_dtype,
-                                                                  np.random.default_rng(cfg.seed)),
-                               checks=["gradient"], seed=seed)["gradient"]
-        assert record.status == "fail" and "'b2'" in record.message and "computes in float32" in record.message, \
-            (seed, record.message)
+    for dtype in ("float64", "float32"):     # in float32, its "float64 copy" computes in float32 too: not used
+        for seed in range(5):
+            record = gradlab.check("ffn", impl=lambda cfg: OneElement(cfg.d_model, cfg.d_ff, cfg.np_dtype,
+                                                                      np.random.default_rng(cfg.seed)),
+                                   checks=["gradient"], seed=seed, dtype=dtype)["gradient"]
+            assert record.status == "fail" and "'b2'" in record.message and "computes in float32" in record.message, \
+                (dtype, seed, record.message)
 
 
 def test_every_style_has_a_broken_twin():
