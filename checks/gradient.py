@@ -48,8 +48,8 @@ from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, SMOOTHING
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.numerics.engine import EPS, Engine, Tensor, eps_of, point_value, random_direction
 from gradlab.numerics.repeatable import require_repeatable
-from gradlab.numerics.tolerance import (IDIOM_WALK, computed_eps, NOISE_CANNOT_JUDGE, TWIN_MATCH, TWIN_MATCH_FLOAT16, division_idiom,
-                                        idiom_allowance, loss_row_bounds, twin_rounding)
+from gradlab.numerics.tolerance import (IDIOM_WALK, NOISE_CANNOT_JUDGE, TWIN_MATCH, TWIN_MATCH_FLOAT16, computed_eps,
+                                        division_idiom, idiom_allowance, loss_row_bounds, twin_rounding)
 from gradlab.contract.records import heatmap, table
 from gradlab.execution.subject import (IGNORE_INDEX, LOG_GUARD, Subject, call_cross_entropy, copies, loss_inputs,
                                       loss_options, randomize_params, takes_ignore_index, with_ignored)
@@ -166,11 +166,11 @@ class ModuleSetup:
         # (the inputs are gradlab's, in cfg.dtype: a module that computes in float32 from a float16 x is float32)
         own = [out] + [sl.value for sl in self.slots] + \
             [a for a in inputs if isinstance(a, np.ndarray) and a.dtype.kind == "f" and eps_of(a.dtype) < EPS["float16"]]
-        own_eps = _eps(*own)
-        if computed_eps([out]) > own_eps:
+        declared, computed = _eps(*own), computed_eps([out])
+        own_eps = max(declared, computed)
+        if computed > declared:
             # float32 arithmetic returned as float64: a float64 output of float32 numbers. A float64 build of
             # it would compute in float32 too (no float64 copy to take finite differences of): judged as float32
-            own_eps = computed_eps([out])
             self.note = self.note or "it computes in float32 whatever cfg.dtype says (its float64 output is float32 numbers)"
         # what is read next: the parameters, their gradients and (when the numerics run on this module, not
         # on a float64 copy) the attention weights it keeps (through a worker: with the backward's reply)
@@ -189,7 +189,7 @@ class ModuleSetup:
         analytical = [(specs[k].name, inputs[k], d) for k, d in zip(wrt, dxs)] + \
                      [(sl.name, sl.value, grads[sl.name]) for sl in self.slots]
         context = {"cfg": s.cfg, "x": inputs[0], "g": g64, "inputs": inputs}
-        low = self.low = min(own, key=lambda a: -eps_of(a.dtype)).dtype if _eps(*own) == own_eps else np.dtype("float32")
+        low = self.low = np.dtype("float32") if computed > declared else min(own, key=lambda a: -eps_of(a.dtype)).dtype
         eps_an = max(own_eps, _eps(*[a for _, _, a in analytical]))
         if own_eps > EPS["float64"] and self.note is None:
             twin_inputs = _in_float64(inputs, wrt)
@@ -349,10 +349,10 @@ class ModuleSetup:
         are not float32 numbers, its output is all float32 numbers. Finite differences of it would be judged
         with float64's allowances; the module's own, judged as float32, resolve far more. (A module without a
         float input, an embedding's lookup of float32 weights, is not probed: it cannot tell.)"""
-        moved = tuple(a * (1 + 2.0 ** -30) if isinstance(a, np.ndarray) and a.dtype == np.float64 else a
-                      for a in inputs64)
-        if not any(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in inputs64):
+        floats = [isinstance(a, np.ndarray) and a.dtype == np.float64 for a in inputs64]
+        if not any(floats):
             return False
+        moved = tuple(a * (1 + 2.0 ** -30) if f else a for a, f in zip(inputs64, floats))
         self.calls += 1
         try:
             probe = self._twin_subject.forward(self.twin[0], *copies(moved))

@@ -133,11 +133,9 @@ def _same_again(subject, params0, grads_seq):
 def _optimizer_run(subject, params0, grads_seq, shown=("weight_decay",)):
     """One run of STEPS steps against the reference; its words name the cfg fields `shown` (the setting)."""
     kind, cfg = subject.kind, subject.cfg
-    tol = tolerance("trajectory", cfg.np_dtype).rtol
     setting = ", ".join(f"{name}={getattr(cfg, name):g}" for name in shown)
     ref_opt = reference_impl().get(kind.name).target(cfg)
     want, _ = run_optimizer(ref_opt, params0, grads_seq)
-    allowed = _allowed(kind, cfg, params0, grads_seq, want, tol)
 
     optimizer = subject.build()
     params = {n: p.copy() for n, p in params0.items()}
@@ -160,8 +158,8 @@ def _optimizer_run(subject, params0, grads_seq, shown=("weight_decay",)):
         # every parameter the student's steps wrote is a float32 number: it computes in float32 whatever cfg.dtype
         # says (CONTRACT §6), and is judged as a float32 optimizer is
         cfg = cfg.replace(dtype="float32")
-        tol = tolerance("trajectory", cfg.np_dtype).rtol
-        allowed = _allowed(kind, cfg, params0, grads_seq, want, tol)
+    tol = tolerance("trajectory", cfg.np_dtype).rtol
+    allowed = _allowed(kind, cfg, params0, grads_seq, want, tol)
 
     errors = [{n: _rel_err(g[n], w[n]) for n in SHAPES} for g, w in zip(got, want)]
     series = {n: [e[n][0] for e in errors] for n in SHAPES}

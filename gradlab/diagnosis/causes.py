@@ -178,7 +178,7 @@ def _factor_advice(label):
             words = "the 1/sqrt(d_k) scale of the attention scores is missing or applied twice"
         elif words is None and name.startswith("-1"):
             words = "the sign is flipped"
-        elif words is None and any(k in name for k in ("B*T", "B", "T")):
+        elif words is None and any(k in name for k in ("B", "T")):    # B, T, B*T and their inverses
             words = "a mean where a sum belongs, or the other way round (over batch and/or time)"
         if words and words not in advice:
             advice.append(words)
