@@ -34,6 +34,9 @@ _FLOAT16_SMALL_HINT = ("underflow in float16: squares of values below 2.4e-4 are
 
 _SOFTMAX_HINT = ("subtract the row maximum before exp (exp(x - x.max(axis, keepdims=True))): it changes nothing "
                  "mathematically and keeps exp from overflowing")
+_UNDERFLOW_HINT = ("the NaN is 0/0: every exp in a row underflowed to 0, which happens when the maximum subtracted is "
+                   "taken over the whole array (np.max(x)) or the wrong axis instead of each row's own: subtract "
+                   "x.max(axis=-1, keepdims=True)")
 _LOSS_HINT = ("compute log-softmax with the log-sum-exp trick: z = logits - logits.max(-1, keepdims=True); "
               "log_probs = z - log(exp(z).sum(-1, keepdims=True)); taking log of a softmax that underflowed "
               "to 0 gives -inf, and exp of a large logit without the max subtraction gives inf")
@@ -74,7 +77,8 @@ def finite(subject, rng):
             out = subject.call(x, what="softmax(x)")
             found = _nonfinite(out, "softmax(x)", x.shape)
             if found:
-                _fail(kind, "softmax(x)", found, setting, _SOFTMAX_HINT)
+                _fail(kind, "softmax(x)", found, setting,
+                      _UNDERFLOW_HINT if _rows_underflow(x, out) else _SOFTMAX_HINT)
             return Outcome(f"finite with {setting}")
         targets = rng.integers(0, cfg.vocab_size, size=x.shape[:-1])
         got = subject.call(x, targets, what="cross_entropy(logits, targets)")
@@ -133,6 +137,24 @@ def _probe(subject, kind, cfg, module, inputs, rng, setting, hint):
         return _forward_backward(subject, kind, cfg, module, inputs, rng, setting, hint, seen)
 
 
+def _rows_underflow(x, out):
+    """Every NaN row of softmax(x) lies so far below x's overall maximum that exp of it underflows to 0:
+    the shift was one maximum of the whole array, not each row's own."""
+    nan_rows = np.isnan(out).any(axis=-1)
+    if not nan_rows.any():
+        return False
+    below = float(x.max()) - x.max(axis=-1)[nan_rows]
+    return bool((below > -np.log(np.finfo(x.dtype).tiny)).all())
+
+
+def _underflowed(word, seen):
+    """A NaN that NumPy saw made as 0/0 after exp underflowed (and nothing overflowed)."""
+    said = {str(w.message) for w in seen}
+    return (word == "NaN" and any("underflow encountered in exp" in m for m in said)
+            and any("invalid value encountered in" in m and "divide" in m for m in said)
+            and not any("overflow" in m for m in said))
+
+
 def _reported(seen):
     """NumPy's own words for what went wrong, e.g. 'overflow encountered in power' (overflow and invalid first)."""
     words = []
@@ -147,7 +169,8 @@ def _reported(seen):
 def _forward_backward(subject, kind, cfg, module, inputs, rng, setting, hint, seen):
     """The number of tensors found finite (output and gradients)."""
     def fail(what, found):
-        _fail(kind, what, found, setting, hint + _reported(seen))
+        why = _UNDERFLOW_HINT if kind.has(ATTN_WEIGHTS) and _underflowed(found[1], seen) else hint
+        _fail(kind, what, found, setting, why + _reported(seen))
 
     out = subject.run("forward", module.forward, *subject.complete(inputs))
     found = _nonfinite(out, "forward's output", kind.output_shape(cfg))

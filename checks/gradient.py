@@ -698,8 +698,8 @@ def judge(subject, setup, rng):
                 "views": [table(f"gradient{problem.label}: directional check", rows)]}
     # ---- failure: which tensors, which elements --------------------------------
     per = [engine.directional(engine.tensor_dirs(dirs, {i})) for i in range(len(names))]
-    # the most wrong first: the error relative to the tensor's own gradient size
-    bad = sorted((i for i, r in enumerate(per) if not r.ok and not r.kinky), key=lambda i: -per[i].error)
+    # the most wrong first: the error relative to the tensor's gradient size (the larger side's)
+    bad = sorted((i for i, r in enumerate(per) if not r.ok and not r.kinky), key=lambda i: -per[i].wrongness[0])
     if not bad:
         if joint.kinky:
             raise CannotJudge(
@@ -735,8 +735,8 @@ def judge(subject, setup, rng):
             found = engine.bisect(i, dirs[i])
             located[i] = ("bisection", found.elements, found)
     for i, (n, t, r) in enumerate(zip(names, problem.tensors, per)):
-        rows.append({"tensor": n, "shape": list(t.array.shape), "error": r.error,
-                     "tolerance": r.relative_tolerance, "ok": r.ok or r.kinky,
+        rows.append({"tensor": n, "shape": list(t.array.shape), "error": r.wrongness[0],
+                     "tolerance": r.wrongness[1], "ok": r.ok or r.kinky,
                      "checked": "own random direction" + (" (kink)" if r.kinky else "")})
     for i, (how, elements, _) in located.items():
         t = problem.tensors[i]
@@ -753,7 +753,8 @@ def judge(subject, setup, rng):
     # One tolerance on the card: the one the verdict used (this tensor's directional check, relative to
     # the gradient's size). Elements are judged against an absolute per-element noise level, which the
     # heatmap shows as "equal" and the message does not repeat as a second tolerance.
-    verdict = f"error {r.error:.2g} of the gradient's size, tolerance {r.relative_tolerance:.1e}"
+    error, tolerance = r.wrongness
+    verdict = f"error {error:.2g} of the gradient's size, tolerance {tolerance:.1e}"
     if elements:
         e = elements[0]
         ta, tn = distinct(e.analytical, e.numerical)
@@ -785,7 +786,7 @@ def judge(subject, setup, rng):
         sentence = diagnosis.diagnose(kind, t.name, t.analytical, info.numerical, problem.context)
         if sentence:
             hint = f". {sentence[0].upper()}{sentence[1:]}"
-    metrics.update({"max_error": r.error, "tolerance": r.relative_tolerance, "worst_tensor": t.name,
+    metrics.update({"max_error": error, "tolerance": tolerance, "worst_tensor": t.name,
                     "module_calls": calls + engine.calls + setup.calls,
                     "wrong_tensors": ",".join(names[i] for i in bad)})
     if elements:

@@ -57,6 +57,10 @@ def _mask_hint(P, dtype):
     if T > 2 and not nonzero[np.triu_indices(T, k=2)].any():
         return (f"only the first step of the future (j = i + 1) has weight: the mask is off by one and keeps "
                 f"j <= i + 1; {fix}")
+    future = np.abs(P)[..., np.triu(np.ones((T, T), dtype=bool), k=1)]
+    if future.size and np.mean(future > tol) > 0.5 and future.max() < 0.01 / T:
+        return (f"the future's weights are small (at most {future.max():.2g}) but not 0: the mask fills the scores "
+                f"with a finite value too close to them (exp(-10) is 4.5e-05, not 0); {fix}")
     if T > 1 and not np.diagonal(nonzero)[1:].any():
         return (f"the diagonal (each position itself) gets no weight after row 0 and row 0, with nothing left, "
                 f"spreads over the future: the mask also hides j == i (j < i kept instead of j <= i); {fix}")

@@ -37,6 +37,11 @@ def test_correct_variants_pass(run, zoo, kind, name, dtype):
     ("attention", "finite_bad_attention_naive_softmax.py",
      ["attention", "forward's output is NaN", "input x scaled by 1000", "attention's softmax",
       "subtract the row maximum"]),
+    # a maximum over the whole array: the NaN is an underflow (0/0), not an overflow
+    ("softmax", "finite_bad_softmax_global_max.py",
+     ["softmax(x) is NaN", "0/0", "underflowed to 0", "each row's own", "x.max(axis=-1, keepdims=True)"]),
+    ("attention", "finite_bad_attention_global_max.py",
+     ["forward's output is NaN", "0/0", "underflowed to 0", "each row's own", "underflow encountered in exp"]),
 ])
 def test_overflow_is_caught(run, zoo, kind, name, words, dtype):
     record = run(kind, zoo(name), ["finite"], dtype=dtype)["finite"]

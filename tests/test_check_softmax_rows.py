@@ -35,6 +35,8 @@ def test_correct_softmax_variant_passes(run, zoo, dtype):
      ["attn_weights[batch", "sums to", "not 1", "columns sum to 1", "axis -2", "axis=-1"]),
     ("attention", "softmax_rows_bad_attention_mask_after.py",
      ["sums to", "not 1", "mask applied after the softmax"]),
+    ("attention", "softmax_rows_bad_attention_mask_fill_small.py",
+     ["future position 1", "small", "but not 0", "finite value too close", "-inf (or -1e9)"]),
     ("attention", "softmax_rows_bad_attention_keeps_scores.py",
      ["is negative", "row 0], column", "scores (before the softmax)"]),
     ("attention", "softmax_rows_bad_attention_no_attn_weights.py",

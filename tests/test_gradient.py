@@ -72,6 +72,18 @@ def test_one_element_off_by_1e4_is_named_with_both_values(run, zoo):
     assert a == pytest.approx(n * (1 + 1e-4), rel=1e-6)
 
 
+@pytest.mark.parametrize("kind, name, tensor", [
+    ("linear", "grad_bad_linear_bias_grad_zero.py", "'b'"),                        # analytical exactly 0
+    ("attention", "softmax_rows_bad_attention_mask_fill_small.py", "'qkv_bias'"),   # a -10 mask fill
+])
+def test_error_is_relative_to_the_larger_side(run, zoo, kind, name, tensor):
+    # a gradient left at 0 is wrong by 1 of the true gradient's size, not by 1e+301 of its own (zero) size
+    record = gradient_record(run, kind, zoo(name))
+    assert record.status == "fail" and f"gradient of {tensor} is wrong" in record.message, record.message
+    assert 0 < record.metrics["max_error"] <= 2.0 and record.metrics["tolerance"] < record.metrics["max_error"]
+    assert "e+" not in record.message.split("of the gradient's size")[0].rsplit("error ", 1)[1]
+
+
 def test_bisection_names_the_element_in_a_tensor_too_big_for_the_full_map(run, zoo, monkeypatch):
     monkeypatch.setattr(gradient_check, "FULL_MAP_MAX_ELEMENTS", 16)
     record = gradient_record(run, "attention", zoo("grad_bad_attention_one_element.py"), seed=4)

@@ -178,6 +178,14 @@ class Directional:
         return self.tolerance / max(self.magnitude, 1e-300)
 
     @property
+    def wrongness(self):
+        """(error, tolerance) relative to the larger of the two sides' sizes, for messages: a tensor whose
+        analytical gradient is ~0 where the numerical one is not is wrong by 1 of its size, not by 1e11
+        of its (zero) analytical size."""
+        scale = max(self.magnitude, abs(self.numerical), 1e-300)
+        return abs(self.residual) / scale, self.tolerance / scale
+
+    @property
     def resolution(self):
         """The smallest relative error in one typical element this test would catch."""
         return self.tolerance / max(self.magnitude / max(self.count, 1), 1e-300)
