@@ -53,6 +53,13 @@ def _table_slot(subject, slots):
                        f"Name it {ref_names[0] if ref_names else 'weight'!r} or register with param_map")
 
 
+def _accumulates(subject, module, slots, table, g, got, expected, rows, atol):
+    """A second backward with the same upstream gradient adds `expected` to the table's gradient."""
+    subject.backward(module, g)
+    again = subject.read_grads(slots)[table.name].astype(np.float64)
+    return bool(np.abs((again - got) - expected)[rows].max() <= atol)
+
+
 def _occurrences(ids, token):
     return [tuple(int(i) for i in cell) for cell in np.argwhere(ids == token)]
 
@@ -120,6 +127,13 @@ def repeated_ids(subject, rng):
             "occurrence; use np.add.at(dW, ids, g)",
             metrics)
     row = min(wrong, key=lambda r: -wrong[r])
+    if _accumulates(subject, module, slots, table, g, got, expected, rows, tol * scale):
+        raise CheckFailure(
+            f"{kind.name}: gradient of {table.name!r} row {row} is wrong (error {wrong[row]:.3g} of the gradient's "
+            f"scale, tolerance {tol:.0e}) for every id, and a second backward added exactly this batch's gradient "
+            "again: backward adds into a gradient buffer it never zeroes (np.add.at into it is right, but set it "
+            "to 0 first: dW[...] = 0 or dW = np.zeros_like(W)), so it still holds the earlier calls' gradients; "
+            "see the backward check", metrics)
     raise CheckFailure(
         f"{kind.name}: gradient of {table.name!r} row {row} is wrong (error {wrong[row]:.3g} of the gradient's "
         f"scale, tolerance {tol:.0e}), also for ids that occur only once, so repeated ids are not the (only) "

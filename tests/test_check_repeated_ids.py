@@ -66,3 +66,14 @@ def test_tiny_batches_still_repeat_ids(zoo, run, batch_size, seq_len):
     broken = run("embedding", zoo("repeated_ids_bad_embedding_overwrite.py"), ["repeated_ids"], **sizes)
     assert broken["repeated_ids"].status == "fail", broken["repeated_ids"].message
     assert "np.add.at" in broken["repeated_ids"].message
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_buffer_never_zeroed_is_named_not_sent_to_the_gradient_check(run, zoo, dtype):
+    # np.add.at into a gradient buffer that backward never zeroes: the first backward is right (the
+    # gradient check passes), gradlab's parameter-finding call left its gradient in the buffer
+    record = run("embedding", zoo("red_mod_embedding_not_zeroed.py"), ["repeated_ids"], dtype=dtype)["repeated_ids"]
+    assert record.status == "fail", record.message
+    for words in ["never zeroes", "np.add.at into it is right", "dW[...] = 0", "see the backward check"]:
+        assert words in record.message, record.message
+    assert "see the gradient check" not in record.message
