@@ -154,9 +154,11 @@ def _optimizer_run(subject, params0, grads_seq, shown=("weight_decay",)):
                                "of updating it in place: write p -= ... (or p[...] = ...), not params[name] = ...",
                                {"step": k + 1, "parameter": rebound[0]})
         got.append({n: a.astype(np.float64) for n, a in arrays.items()})
-    if cfg.np_dtype == np.float64 and got and computed_eps(v for step in got for v in step.values()) > EPS["float64"]:
-        # every parameter the student's steps wrote is a float32 number: it computes in float32 whatever cfg.dtype
-        # says (CONTRACT §6), and is judged as a float32 optimizer is
+    if cfg.np_dtype == np.float64 and got and (computed_eps(v for step in got for v in step.values()) > EPS["float64"]
+                                               or _updates_in_float32(params0, got)):
+        # every parameter the student's steps wrote is a float32 number, or every step's change to it is (moments
+        # kept in float32): it computes in float32 whatever cfg.dtype says (CONTRACT §6), and is judged as a
+        # float32 optimizer is
         cfg = cfg.replace(dtype="float32")
     tol = tolerance("trajectory", cfg.np_dtype).rtol
     allowed = _allowed(kind, cfg, params0, grads_seq, want, tol)
@@ -190,6 +192,25 @@ def _optimizer_run(subject, params0, grads_seq, shown=("weight_decay",)):
         f"(PyTorch semantics) at index {index}: got {tg}, reference {tw} (error {err:.1e} of its scale, tolerance "
         f"{_tol_text(tol, allow, cfg.np_dtype)})" + (f"; likely cause: {hint}" if hint else "")
         + ("" if crash is None else f"; later, step {len(got) + 1} raised: {crash}"), metrics, details)
+
+
+def _updates_in_float32(params0, got):
+    """Every step changed every parameter by a float32 number, up to the float64 rounding of subtracting it
+    from the parameter (one ulp of the parameter), and some change is not 0: an update computed in float32
+    (moments kept in float32) applied to float64 parameters. A float64 update of 1e-3 to a parameter of 1 is
+    a float32 number to within 1e-16 with probability ~1e-7 per element."""
+    before, moved = params0, False
+    for after in got:
+        for name, p in after.items():
+            p0 = before[name].astype(np.float64)
+            change = p - p0
+            with np.errstate(over="ignore", invalid="ignore"):
+                off = np.abs(change - change.astype(np.float32).astype(np.float64))
+            if not np.all(off <= np.spacing(np.abs(p0))):
+                return False
+            moved = moved or bool(change.any())
+        before = after
+    return moved
 
 
 def _allowed(kind, cfg, params0, grads_seq, want, tol):

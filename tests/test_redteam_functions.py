@@ -21,6 +21,8 @@ TABLE = [
     ("red_fn_ok_sgd_list_velocity.py", "sgd", None, []),
     # float32 arithmetic whatever cfg.dtype says (its parameters all float32 numbers): judged as float32
     ("red_fn_ok_adam_float32_math.py", "adam", None, []),
+    # only the moments in float32 (the parameters stay float64): every step's change is a float32 number
+    ("red_fn_ok_adam_float32_moments.py", "adam", None, []),
     ("red_fn_ok_sgd_nesterov_flag.py", "sgd", None, []),
     ("red_fn_ok_ce_onehot_float32.py", "cross_entropy", None, []),
     ("red_fn_ok_ce_logsoftmax_where.py", "cross_entropy", None, []),
@@ -40,6 +42,10 @@ TABLE = [
     ("red_fn_bad_adam_fixed_betas.py", "adam", "trajectory", ["beta1=0.8, beta2=0.99", "hard-coded?"]),
     ("red_fn_bad_adam_float32_math_eps_inside.py", "adam", "trajectory",
      ["rounds to in float32", "eps is inside the square root"]),
+    ("red_fn_bad_adam_float32_moments_eps_inside.py", "adam", "trajectory",
+     ["rounds to in float32", "eps is inside the square root"]),
+    ("red_fn_bad_adam_float32_moments_no_bias_correction.py", "adam", "trajectory",
+     ["after step 1", "only m is bias-corrected"]),
     ("red_fn_bad_adam_t_in_helper.py", "adam", "trajectory", ["after step 1", "'w1'", "t is counted per parameter"]),
     ("red_fn_bad_adam_t_after.py", "adam", "trajectory", ["after step 1", "got nan", "t = 0"]),
     ("red_fn_bad_adam_m_uncorrected.py", "adam", "trajectory", ["after step 1", "only v is bias-corrected"]),
