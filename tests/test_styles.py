@@ -1,6 +1,6 @@
 """The "styles" zoo (tests/zoo/styles/): correct modules written the way different
 kinds of public NumPy code are written (property-exposed dicts, DLFS lists,
-Parameter objects with .data/.grad or .value/.gradient, __slots__, CS231n functions
+Parameter objects with .data/.grad or .value/.gradient, ndarray subclasses carrying .grad, __slots__, CS231n functions
 wrapped in a class, a linear 7 wide or d_model wide, float32-only libraries, an
 epsilon inside the log, callable objects, forward-only modules), each registered
 with the thinnest wrapper CONTRACT allows. Every correct one passes every check
@@ -35,6 +35,7 @@ CORRECT = [
     ("style_default_float64_params.py", "layernorm"),
     ("style_float32_inside.py", "ffn"),
     ("style_nnfs_row_bias.py", "ffn"),
+    ("style_ndarray_subclass.py", "layernorm"),
 ]
 FORWARD_ONLY = {("style_forward_only.py", "attention"): "raised NotImplementedError",
                 ("style_forward_only.py", "layernorm"): "has no backward() method"}
@@ -57,6 +58,7 @@ BROKEN = [
     ("style_default_float64_params_bad.py", "layernorm", "gradient", ["input gradient 'x'", "the variance"]),
     ("style_float32_inside_bad.py", "ffn", "gradient", ["is wrong", "a mean where a sum belongs", "computes in float32"]),
     ("style_nnfs_row_bias_bad.py", "ffn", "gradient", ["'dense2.biases'", "a mean where a sum belongs"]),
+    ("style_ndarray_subclass_bad.py", "layernorm", "gradient", ["input gradient 'x'", "the mean term"]),
 ]
 
 

@@ -8,7 +8,8 @@ In this order, the first that applies to an object:
 3. attributes: an array `w` with its gradient in `dw`, `grad_w`, `w_grad`,
    `_dw` or `gradW` (or in a `grads` dict under the name `w`), or a
    Parameter-like object (an array in `.data` or `.value`, its gradient in
-   `.grad` or `.gradient`), alone or in a list or dict.
+   `.grad` or `.gradient`), alone or in a list or dict, or an ndarray subclass
+   carrying its own `.grad` / `.gradient`.
 Parameter-like objects are also accepted as the values of `params` (way 1).
 An attribute is whatever getattr returns: instance attributes, `__slots__`,
 properties and other class-level descriptors count the same. Gradients may be
@@ -236,6 +237,10 @@ class _Search:
             if not isinstance(value, np.ndarray) or value.dtype.kind != "f":
                 continue
             if not self._at_build(value):
+                continue
+            field = _grad_field(value) if type(value) is not np.ndarray else None
+            if field:               # an ndarray subclass carrying its own gradient (a tiny autograd's Tensor)
+                self.add(obj, prefix + attr, value, ("param", value, field))
                 continue
             gname = _partner(attr, attrs)
             if gname:
