@@ -89,6 +89,13 @@ def _eps(*arrays):
     return max(eps_of(a.dtype) for a in arrays)
 
 
+def _own_eps(gradient, eps_analytical):
+    """The rounding unit of one analytical gradient when coarser than the module's (float32's, for a float64
+    array of float32 numbers), else None."""
+    eps = computed_eps([gradient])
+    return eps if eps > eps_analytical else None
+
+
 # ---- module kinds -------------------------------------------------------------
 
 class FastNormals:
@@ -230,7 +237,10 @@ class ModuleSetup:
                 f"{low} (looser tolerance: {self.note or 'the module computes in float32'})"
         # read_grads returned copies; dx is the student's own array (a view of a cache, maybe): copy it
         names = {specs[k].name for k in wrt}
-        tensors = [Tensor(name, arr, a.astype(np.float64, copy=name in names), measured.get(name))
+        # a gradient of float32 numbers in a float64 array: that backward computes it in float32 (forward may
+        # be exact, a lookup or an addition, and show nothing), so its rounding is float32's
+        tensors = [Tensor(name, arr, a.astype(np.float64, copy=name in names), measured.get(name),
+                          eps=_own_eps(a, eps_an))
                    for (name, _, a), arr in zip(analytical, arrays)]
         terms = out.astype(np.float64, copy=False) * g64
         f_abs = float(np.sum(np.abs(terms)))
@@ -267,7 +277,9 @@ class ModuleSetup:
     def _twin_rounding(self, analytical, g64, input_names):
         """name -> the student's analytical rounding, measured (tolerance.twin_rounding) against the float64
         copy's gradients at the same weights, inputs and g; the copy's forward at these inputs has just run
-        (_twin_matches). Only the tensors whose measurement is trusted; none when the copy's backward fails."""
+        (_twin_matches). Only the tensors whose measurement is trusted; none when the copy's backward fails,
+        and not a tensor whose float64 gradient is float32 numbers (that backward computes it in float32
+        whatever the dtype: the copy has the student's rounding too, and the difference would measure 0)."""
         twin, twin_slots = self.twin
         self.calls += 1
         try:
@@ -279,7 +291,7 @@ class ModuleSetup:
         scale = max((float(np.max(np.abs(g), initial=0.0)) for g in grads64.values()), default=0.0)
         measured = {}
         for name, _, a in analytical:
-            if name in grads64:
+            if name in grads64 and computed_eps([grads64[name]]) <= EPS["float64"]:
                 r = twin_rounding(a, grads64[name], scale)
                 if r is not None:
                     measured[name] = r

@@ -12,7 +12,7 @@ from gradlab.contract.errors import CheckFailure, CheckSkipped
 from gradlab.contract.kinds import TOKEN_IDS
 from gradlab.contract.suite import Outcome, check
 from gradlab.numerics.repeatable import require_repeatable
-from gradlab.numerics.tolerance import tolerance
+from gradlab.numerics.tolerance import EPS, computed_eps, tolerance
 
 STEP = {"float64": 1e-6, "float32": 1e-3}
 MAX_NUMERIC_ROWS = 2                                  # repeated ids checked numerically (each costs 2*D forwards)
@@ -78,7 +78,10 @@ def repeated_ids(subject, rng):
     require_repeatable("forward", out, subject.forward(module, ids.copy()), "the embedding gradient")
     g = rng.standard_normal(out.shape).astype(cfg.np_dtype)
     subject.backward(module, g)
-    got = subject.read_grads(slots)[table.name].astype(np.float64)
+    got = subject.read_grads(slots)[table.name]
+    # a float64 gradient of float32 numbers: backward sums in float32 whatever cfg.dtype says (CONTRACT §6)
+    dtype = np.dtype(np.float32) if computed_eps([got]) > EPS["float64"] else cfg.np_dtype
+    got = got.astype(np.float64)
     tokens, counts = np.unique(ids, return_counts=True)
     repeated = [int(t) for t, c in sorted(zip(tokens, counts), key=lambda tc: -tc[1]) if c > 1]
     once = [int(t) for t, c in zip(tokens, counts) if c == 1]
@@ -87,7 +90,7 @@ def repeated_ids(subject, rng):
         expected = np.zeros(W.shape, dtype=np.float64)
         np.add.at(expected, ids, g.astype(np.float64))
         rows = list(range(W.shape[0]))
-        tol = tolerance("exact_sum", cfg.np_dtype).rtol
+        tol = tolerance("exact_sum", dtype).rtol
         how = "the exact sum np.add.at(dW, ids, g)"
     elif cfg.np_dtype == np.float16:
         raise CheckSkipped(f"{kind.name}: forward is not a plain lookup, and finite differences in float16 "
@@ -96,7 +99,7 @@ def repeated_ids(subject, rng):
     else:
         rows = repeated[:MAX_NUMERIC_ROWS] + once[:1]
         expected = _numeric_rows(subject, module, ids, g, W, rows)
-        tol = tolerance("finite_difference_row", cfg.np_dtype).rtol
+        tol = tolerance("finite_difference_row", dtype).rtol
         how = "finite differences"
     scale = max(float(np.abs(expected[rows]).max()), float(np.abs(got[rows]).max()), 1e-12)
     err = np.abs(got - expected)[rows].max(axis=1) / scale              # per checked row
@@ -115,7 +118,7 @@ def repeated_ids(subject, rng):
         control = ", while ids that occur once are right" if any(r not in repeated for r in rows) else ""
         if how.startswith("the exact"):
             kept = [c for c in cells if np.allclose(got[token], g[c].astype(np.float64), atol=0,
-                                                    rtol=tolerance("exact_sum", cfg.np_dtype).rtol)]
+                                                    rtol=tolerance("exact_sum", dtype).rtol)]
             if kept:
                 overwrite = f" (it equals the upstream gradient at {kept[-1]} alone)"
         raise CheckFailure(

@@ -36,6 +36,8 @@ CORRECT = [
     ("style_float32_inside.py", "ffn"),
     ("style_nnfs_row_bias.py", "ffn"),
     ("style_ndarray_subclass.py", "layernorm"),
+    ("style_float32_backward.py", "embedding"),
+    ("style_float32_backward.py", "positional"),
 ]
 FORWARD_ONLY = {("style_forward_only.py", "attention"): "raised NotImplementedError",
                 ("style_forward_only.py", "layernorm"): "has no backward() method"}
@@ -59,6 +61,8 @@ BROKEN = [
     ("style_float32_inside_bad.py", "ffn", "gradient", ["is wrong", "a mean where a sum belongs", "computes in float32"]),
     ("style_nnfs_row_bias_bad.py", "ffn", "gradient", ["'dense2.biases'", "a mean where a sum belongs"]),
     ("style_ndarray_subclass_bad.py", "layernorm", "gradient", ["input gradient 'x'", "the mean term"]),
+    ("style_float32_backward_bad.py", "embedding", "repeated_ids", ["appears 2 times", "overwrite instead of np.add.at"]),
+    ("style_float32_backward_bad.py", "positional", "gradient", ["'weight'", "0.5 x the right one"]),
 ]
 
 

@@ -305,3 +305,13 @@ def test_numbers_reported_as_different_print_differently(run, zoo, kind, name):
             assert a != b, record.message
             pairs += 1
     assert pairs, "no pair of numbers found: the test would prove nothing"
+
+
+def test_computed_eps_reads_float32_arithmetic_from_full_mantissas_only():
+    from gradlab.numerics.tolerance import EPS, computed_eps
+    rng = np.random.default_rng(0)
+    assert computed_eps([rng.standard_normal(6).astype(np.float32).astype(np.float64)]) == EPS["float32"]
+    assert computed_eps([rng.standard_normal(6)]) == EPS["float64"]
+    # what is left of a float64 sum that cancels (a K bias' gradient, 0 in theory): float32 numbers of few bits
+    assert computed_eps([np.array([3 * 2.0 ** -56, -2.0 ** -60, 0.0])]) == EPS["float64"]
+    assert computed_eps([np.zeros(4)]) == EPS["float64"]

@@ -138,6 +138,8 @@ class Tensor:
     rounding: np.ndarray = None   # its own error, measured per element (signed; tolerance.twin_rounding): the
                                   # allowance is then float64's eps-based one plus this error along the direction
                                   # (None: eps_analytical's eps-based allowance)
+    eps: float = None             # its analytical side's rounding unit when coarser than eps_analytical (a float64
+                                  # gradient of float32 numbers: a backward that computes this one in float32)
 
 
 @dataclass
@@ -424,7 +426,8 @@ class Engine:
                 continue
             own = float(np.sqrt((products[i] ** 2).sum())) if half else part
             cancel = 1 if half else 4
-            rounding += own + cancel * max(largest, module_max) * norm
+            coarser = t.eps / self.eps_analytical if t.eps and t.eps > self.eps_analytical else 1.0
+            rounding += coarser * (own + cancel * max(largest, module_max) * norm)
         self._rounding = ((HALF_ROUNDING if half else ANALYTICAL_ROUNDING) * self.eps_analytical * rounding
                           + ANALYTICAL_ROUNDING * self.eps_measured * measured_spread + abs(measured)
                           + (self._idiom(dirs, products) if self._idiom is not None else 0.0))
@@ -553,6 +556,7 @@ class Engine:
         # rounding of f over the step, the analytical side's own rounding, and a
         # truncation allowance (h^2 relative: 1e-12 at float64's step, 1e-5 at float32's)
         eps_an = self.eps_analytical if t.rounding is None else self.eps_measured
+        eps_an = max(eps_an, t.eps or 0.0)
         tolerance = (SAFETY * self.noise_f / self.element_step + ELEMENT_ROUNDING * eps_an * scale
                      + SAFETY * self.element_step ** 2 * scale)
         err = np.abs(t.analytical - num)
