@@ -291,7 +291,7 @@ class ModuleSetup:
         scale = max((float(np.max(np.abs(g), initial=0.0)) for g in grads64.values()), default=0.0)
         measured = {}
         for name, _, a in analytical:
-            if name in grads64 and computed_eps([grads64[name]]) <= EPS["float64"]:
+            if name in grads64 and computed_eps([grads64[name]], full_mantissas=True) <= EPS["float64"]:
                 r = twin_rounding(a, grads64[name], scale)
                 if r is not None:
                     measured[name] = r

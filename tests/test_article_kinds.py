@@ -46,6 +46,8 @@ TABLE = [
     ("art_encoder_causal.py", "encoder_layer", "reference", ["causal mask in the encoder"]),
     ("art_encoder_preln.py", "encoder_layer", "reference", ["Pre-LN", "Post-LN"]),
     ("art_cross_ok.py", "cross_attention", None, []),
+    # float32 inside, the mask after an ordinary softmax (renormalised): a padded key moves float32's rounding
+    ("art_cross_ok_float32_renorm.py", "cross_attention", None, []),
     ("art_cross_no_dmemory.py", "cross_attention", "smoke", ["tuple (dx, dmemory)"]),
     ("art_cross_dmemory_no_v.py", "cross_attention", "gradient", ["input gradient 'memory'", "dmemory"]),
     ("art_cross_mask_ignored.py", "cross_attention", "key_padding", ["padded key positions", "zero attention weight"]),

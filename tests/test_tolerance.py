@@ -312,6 +312,9 @@ def test_computed_eps_reads_float32_arithmetic_from_full_mantissas_only():
     rng = np.random.default_rng(0)
     assert computed_eps([rng.standard_normal(6).astype(np.float32).astype(np.float64)]) == EPS["float32"]
     assert computed_eps([rng.standard_normal(6)]) == EPS["float64"]
-    # what is left of a float64 sum that cancels (a K bias' gradient, 0 in theory): float32 numbers of few bits
-    assert computed_eps([np.array([3 * 2.0 ** -56, -2.0 ** -60, 0.0])]) == EPS["float64"]
+    # what is left of a float64 sum that cancels (a K bias' gradient, 0 in theory): float32 numbers of few
+    # bits, which say nothing when full mantissas are asked for (the float64 copy's gradients)
+    residue = np.array([3 * 2.0 ** -56, -2.0 ** -60, 0.0])
+    assert computed_eps([residue], full_mantissas=True) == EPS["float64"]
+    assert computed_eps([residue]) == EPS["float32"]
     assert computed_eps([np.zeros(4)]) == EPS["float64"]

@@ -135,21 +135,25 @@ EPS = {name: float(np.finfo(name).eps) for name in ("float64", "float32", "float
 FEW_BITS = 16       # computed_eps: results of at most this many significant bits are no sign of float32 arithmetic
 
 
-def computed_eps(arrays):
+def computed_eps(arrays, full_mantissas=False):
     """The rounding unit of the precision these float64 results were computed in: float32's when every
     entry of every one is a float32 number (and some are not 0), as from a module that computes in
     float32 inside and casts its results back to float64; otherwise float64's. (Results of a float64
-    computation from random inputs are float32 numbers by chance with probability ~2**-29 per entry.)"""
+    computation from random inputs are float32 numbers by chance with probability ~2**-29 per entry.)
+    full_mantissas: only when some entry has more than FEW_BITS significant bits (a float64 result that is
+    ~0 by cancellation, a few bits of 2**-56, is a float32 number and is no sign of float32 arithmetic; the
+    float32 residue of the same sum, a few bits of 2**-24, is)."""
     arrays = [a for a in arrays if isinstance(a, np.ndarray) and a.dtype == np.float64 and a.size]
     if not arrays or not any(a.any() for a in arrays):
         return EPS["float64"]
     with np.errstate(over="ignore", invalid="ignore"):
         exact = all(np.array_equal(a, a.astype(np.float32), equal_nan=True) for a in arrays)
-        # float32 arithmetic fills its 24-bit mantissas; a float64 result of few significant bits (what is left
-        # of a sum that cancels: a bias gradient that is 0 in theory, 2**-56 x a small integer) is a float32
-        # number too, and says nothing
-        full = exact and any(np.any(np.modf(np.frexp(a[np.isfinite(a)])[0] * 2.0 ** FEW_BITS)[0]) for a in arrays)
-    return EPS["float32"] if full else EPS["float64"]
+        if exact and full_mantissas:
+            # float32 arithmetic fills its 24-bit mantissas; a float64 result of few significant bits (what is
+            # left of a sum that cancels: a bias gradient that is 0 in theory, 2**-56 x a small integer) is a
+            # float32 number too, and says nothing
+            exact = any(np.any(np.modf(np.frexp(a[np.isfinite(a)])[0] * 2.0 ** FEW_BITS)[0]) for a in arrays)
+    return EPS["float32"] if exact else EPS["float64"]
 
 
 def eps_of(dtype):
