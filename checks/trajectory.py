@@ -34,7 +34,9 @@ OTHER_DECAY = 0.01
 # cfg's value too, each to its own value: one hard-coded (betas=(0.9, 0.999)), or read from the wrong field
 # (SGD's momentum from beta1: both 0.9 by default), would pass a run at the defaults.
 OTHER_VALUES = {"lr": lambda v: v * 2 if v * 2 <= 1 else v / 2, "momentum": lambda v: 0.5 if v != 0.5 else 0.7,
-                "beta1": lambda v: 0.8 if v != 0.8 else 0.85, "beta2": lambda v: 0.99 if v != 0.99 else 0.995}
+                "beta1": lambda v: 0.8 if v != 0.8 else 0.85, "beta2": lambda v: 0.99 if v != 0.99 else 0.995,
+                # large enough to show in float32 (the update moves by ~10%): a hard-coded 1e-8 cannot hide
+                "eps": lambda v: 0.1 if v != 0.1 else 0.01}
 # Parameters in this order on purpose: a momentum buffer shared between
 # parameters broadcasts (3,) into (4, 3) without an error on the first step,
 # so the wrong numbers are seen before any shape error.
@@ -339,6 +341,8 @@ _ADAM_COMMON = [
 
 _FIXED_BETAS = ("beta1 and beta2 stay 0.9 and 0.999 whatever cfg says (hard-coded?): read cfg.beta1 and cfg.beta2",
                 lambda cfg: cfg.replace(beta1=0.9, beta2=0.999))
+_FIXED_EPS = ("eps stays 1e-8 whatever cfg.eps says (hard-coded?): read cfg.eps",
+              lambda cfg: cfg.replace(eps=1e-8))
 _FIXED_MOMENTUM = ("the momentum stays 0.9 whatever cfg.momentum says (hard-coded?): read cfg.momentum",
                    lambda cfg: cfg.replace(momentum=0.9))
 _BETA1_MOMENTUM = ("the momentum is cfg.beta1 (Adam's), not cfg.momentum: both are 0.9 by default",
@@ -354,6 +358,7 @@ def _fixed(hint_and_cfg, make):
 OPTIMIZER_VARIANTS = {
     "adam": [(h, (lambda kw: lambda cfg: _Adam(cfg, "coupled", **kw))(kw)) for h, kw in _ADAM_COMMON] + [
         _fixed(_FIXED_BETAS, lambda cfg: _Adam(cfg, "coupled")),
+        _fixed(_FIXED_EPS, lambda cfg: _Adam(cfg, "coupled")),
         ("weight decay is decoupled (AdamW style); torch.optim.Adam adds weight_decay * theta to the gradient",
          lambda cfg: _Adam(cfg, "before")),
         ("weight_decay is ignored; torch.optim.Adam adds weight_decay * theta to the gradient",
@@ -361,6 +366,7 @@ OPTIMIZER_VARIANTS = {
     ],
     "adamw": [(h, (lambda kw: lambda cfg: _Adam(cfg, "before", **kw))(kw)) for h, kw in _ADAM_COMMON] + [
         _fixed(_FIXED_BETAS, lambda cfg: _Adam(cfg, "before")),
+        _fixed(_FIXED_EPS, lambda cfg: _Adam(cfg, "before")),
         ("the weights are decayed after the Adam update; AdamW decays first: theta *= 1 - lr * weight_decay, "
          "then the update", lambda cfg: _Adam(cfg, "after")),
         ("weight decay is coupled into the gradient (g += weight_decay * theta, plain Adam with L2); AdamW decays "

@@ -40,6 +40,7 @@ TABLE = [
     # default, or read from another field with the same default, shows there
     ("red_fn_bad_sgd_momentum_from_beta1.py", "sgd", "trajectory", ["momentum=0.5", "the momentum is cfg.beta1"]),
     ("red_fn_bad_adam_fixed_betas.py", "adam", "trajectory", ["beta1=0.8, beta2=0.99", "hard-coded?"]),
+    ("red_fn_bad_adamw_fixed_eps.py", "adamw", "trajectory", ["eps=0.1", "eps stays 1e-8", "hard-coded?"]),
     ("red_fn_bad_adam_float32_math_eps_inside.py", "adam", "trajectory",
      ["rounds to in float32", "eps is inside the square root"]),
     ("red_fn_bad_adam_float32_moments_eps_inside.py", "adam", "trajectory",
