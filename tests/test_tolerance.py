@@ -274,7 +274,7 @@ def test_cross_entropy_is_called_without_ignore_index_with_an_id_in_the_vocabula
 
 def test_optimizers_run_with_and_without_weight_decay(run, zoo):
     ok = run("adamw", None, ["trajectory"])["trajectory"]
-    assert "weight_decay=0.01 " in ok.message and "weight_decay=0, lr=0.02, beta1=0.8, beta2=0.99 " in ok.message
+    assert "weight_decay=0.01 " in ok.message and "weight_decay=0, lr=0.02, beta1=0.8, beta2=0.99, eps=0.1 " in ok.message
     bad = run("adamw", zoo("tol_bad_adamw_fixed_decay.py"))
     failing = [c for c in bad.checks if c.status != "pass"]
     assert failing[0].name == "trajectory" and "adamw (weight_decay=0, " in failing[0].message
