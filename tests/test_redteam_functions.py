@@ -28,6 +28,7 @@ TABLE = [
     ("red_fn_ok_ce_logsoftmax_where.py", "cross_entropy", None, []),
     ("red_fn_ok_softmax_float32.py", "softmax", None, []),
     ("red_fn_ok_schedule_class.py", "schedule", None, []),
+    ("red_fn_ok_schedule_float32.py", "schedule", None, []),
     ("red_fn_ok_clip_concat.py", "clip_grad_norm", None, []),
     # leaving out the + 1e-6 changes the clipped gradients by ~1e-7 of their size: not judged a bug
     ("red_fn_bad_clip_no_eps.py", "clip_grad_norm", None, []),
@@ -40,6 +41,7 @@ TABLE = [
     # default, or read from another field with the same default, shows there
     ("red_fn_bad_sgd_momentum_from_beta1.py", "sgd", "trajectory", ["momentum=0.5", "the momentum is cfg.beta1"]),
     ("red_fn_bad_adam_fixed_betas.py", "adam", "trajectory", ["beta1=0.8, beta2=0.99", "hard-coded?"]),
+    ("red_fn_bad_schedule_float32_warmup_sqrt.py", "schedule", "trajectory", ["warmup_steps**-0.5"]),
     ("red_fn_bad_adamw_fixed_eps.py", "adamw", "trajectory", ["eps=0.1", "eps stays 1e-8", "hard-coded?"]),
     ("red_fn_bad_adam_float32_math_eps_inside.py", "adam", "trajectory",
      ["rounds to in float32", "eps is inside the square root"]),
