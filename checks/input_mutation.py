@@ -6,7 +6,8 @@ clip_grad_norm is exempt: scaling the gradients in place is its contract."""
 import numpy as np
 
 from gradlab.contract.errors import CheckFailure
-from gradlab.contract.kinds import DIFFERENTIABLE, OPTIMIZER, PROBABILITIES
+from gradlab.contract.kinds import CHUNKED, DIFFERENTIABLE, OPTIMIZER, PROBABILITIES
+from gradlab.execution.calls import accepts, call_chunked
 from gradlab.execution.subject import IGNORE_INDEX, call_cross_entropy, call_softmax, takes_ignore_index, with_ignored
 from gradlab.contract.suite import Outcome, check
 
@@ -47,13 +48,22 @@ _BACKWARD_HINT = ("Build new arrays instead of editing grad_out (dh = grad_out *
                   "g = g * s, not g *= s), and never write into the cached forward input")
 
 
-@check("input_mutation", any_of={DIFFERENTIABLE, PROBABILITIES, OPTIMIZER}, order=7,
+@check("input_mutation", any_of={DIFFERENTIABLE, PROBABILITIES, OPTIMIZER, CHUNKED}, order=7,
        summary="forward, backward and step leave the caller's input arrays unchanged")
 def input_mutation(subject, rng):
     kind, cfg = subject.kind, subject.cfg
     watch = _Watch(kind.name)
     if kind.form == "optimizer":
         return _optimizer(subject, rng, watch)
+    if kind.has(CHUNKED):
+        shape = (cfg.batch_size, cfg.num_heads, cfg.seq_len, cfg.d_k)
+        q, k, v = (watch.keep(name, rng.standard_normal(shape).astype(cfg.np_dtype)) for name in ("Q", "K", "V"))
+        for causal in (None, True) if accepts(subject.registration.target, 5) else (None,):
+            call_chunked(subject, q, k, v, 2, causal, copies=False)
+            n = watch.verify(f"{kind.name}(Q, K, V, chunk_size=2{'' if causal is None else ', causal=True'})",
+                             "Scale a copy (q = Q / np.sqrt(d_k), not Q /= ...), and write each chunk's result "
+                             "into a new output array, not into Q or V")
+        return Outcome(f"{n} input arrays unchanged" + (" (causal and not)" if causal else ""), {"arrays": n})
     if kind.form == "function":
         x = watch.keep("logits" if not kind.has(PROBABILITIES) else "x",
                        (3 * rng.standard_normal(kind.input_shape(cfg))).astype(cfg.np_dtype))

@@ -25,6 +25,7 @@ def test_clip_grad_norm_is_exempt(run):
     ("softmax", "finite_ok_functions.py"), ("cross_entropy", "finite_ok_functions.py"),
     ("sgd", "input_mutation_ok_optimizers.py"), ("adam", "input_mutation_ok_optimizers.py"),
     ("adamw", "input_mutation_ok_optimizers.py"),
+    ("chunked_attention", "art_chunked_ok_article.py"), ("chunked_attention", "art_chunked_ok_causal.py"),
 ])
 def test_correct_variants_pass(run, zoo, kind, name):
     record = run(kind, zoo(name), ["input_mutation"])["input_mutation"]
@@ -45,6 +46,8 @@ def test_correct_variants_pass(run, zoo, kind, name):
      ["adamw", "step 1", "changed the caller's grads['w'] (given to step 1)", "not g += wd * p"]),
     ("sgd", "input_mutation_bad_sgd_buffer_alias.py",
      ["sgd", "step 2", "grads['w'] (given to step 1)", "g.copy()"]),
+    ("chunked_attention", "input_mutation_bad_chunked_scale_inplace.py",
+     ["chunked_attention(Q, K, V, chunk_size=2) changed the caller's Q", "not Q /= ..."]),
 ])
 def test_mutations_are_caught(run, zoo, kind, name, words):
     record = run(kind, zoo(name), ["input_mutation"])["input_mutation"]

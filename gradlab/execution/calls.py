@@ -21,9 +21,10 @@ def call_init(subject, shape, scheme, rng):
     return as_float_array(subject.call(shape, scheme, rng, what=what), what, tuple(shape))
 
 
-def call_chunked(subject, Q, K, V, chunk_size, causal=None):
-    """chunked_attention(Q, K, V, chunk_size[, causal]) -> a float array shaped like Q (V's last axis)."""
-    args = (Q.copy(), K.copy(), V.copy(), chunk_size) + (() if causal is None else (causal,))
+def call_chunked(subject, Q, K, V, chunk_size, causal=None, copies=True):
+    """chunked_attention(Q, K, V, chunk_size[, causal]) -> a float array shaped like Q (V's last axis).
+    copies=False: the function gets the caller's own arrays (input_mutation watches them)."""
+    args = tuple(a.copy() if copies else a for a in (Q, K, V)) + (chunk_size,) + (() if causal is None else (causal,))
     what = f"{subject.kind.name}(Q, K, V, chunk_size={chunk_size}" + ("" if causal is None else f", causal={causal}") + ")"
     return as_float_array(subject.call(*args, what=what), what, Q.shape[:-1] + V.shape[-1:])
 
