@@ -121,14 +121,17 @@ def repeated_ids(subject, rng):
                                                     rtol=tolerance("exact_sum", dtype).rtol)]
             if kept:
                 overwrite = f" (it equals the upstream gradient at {kept[-1]} alone)"
+        counts = {r: int(np.sum(ids == r)) for r in bad_repeated}
+        mean = all(np.allclose(got[r] * counts[r], expected[r], rtol=10 * tol, atol=tol * scale) for r in bad_repeated)
+        cause = ("It is their mean (divided by how often the id occurs): each occurrence adds its own gradient; "
+                 "keep np.add.at(dW, ids, g) and drop the division by the count" if mean else
+                 "This is an overwrite instead of np.add.at: dW[ids] = g (or dW[ids] += g, which NumPy does not "
+                 "accumulate for repeated indices) keeps one occurrence; use np.add.at(dW, ids, g)")
         raise CheckFailure(
             f"{kind.name}: gradient of {table.name!r} row {token} is wrong: token id {token} appears "
             f"{len(cells)} times in the batch, at {cells}, and its row must be the sum of the {len(cells)} "
             f"upstream gradients{overwrite}; error {wrong[token]:.3g} of the gradient's scale (tolerance "
-            f"{tol:.0e}){control}. This is an overwrite instead of np.add.at: "
-            "dW[ids] = g (or dW[ids] += g, which NumPy does not accumulate for repeated indices) keeps one "
-            "occurrence; use np.add.at(dW, ids, g)",
-            metrics)
+            f"{tol:.0e}){control}. {cause}", metrics)
     row = min(wrong, key=lambda r: -wrong[r])
     if _accumulates(subject, module, slots, table, g, got, expected, rows, tol * scale):
         raise CheckFailure(

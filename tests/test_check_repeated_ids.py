@@ -77,3 +77,13 @@ def test_a_buffer_never_zeroed_is_named_not_sent_to_the_gradient_check(run, zoo,
     for words in ["never zeroes", "np.add.at into it is right", "dW[...] = 0", "see the backward check"]:
         assert words in record.message, record.message
     assert "see the gradient check" not in record.message
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_mean_over_occurrences_is_named_not_called_an_overwrite(run, zoo, dtype):
+    result = run("embedding", zoo("repeated_ids_bad_embedding_count_mean.py"), ["repeated_ids", "gradient"], dtype=dtype)
+    for name in ("repeated_ids", "gradient"):
+        record = result[name]
+        assert record.status == "fail", record.message
+        assert "overwrite" not in record.message and "keeps one occurrence" not in record.message, record.message
+        assert "drop the division" in record.message, record.message

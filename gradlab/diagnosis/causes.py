@@ -79,6 +79,11 @@ def _repeated_ids(kind, name, a, n, context, cfg, what):
     repeated = {int(r) for r in np.nonzero(counts > 1)[0]}
     if bad_rows and bad_rows <= repeated:
         rows = sorted(bad_rows)[:4]
+        bad = sorted(bad_rows)
+        if _close(a[bad] * counts[bad, None], n[bad]):
+            return (f"{what} is wrong only at the rows of token ids that occur more than once (e.g. ids {rows}), "
+                    "where it is the sum of the occurrences' gradients divided by the count (a mean): each "
+                    "occurrence adds its own gradient; keep np.add.at(dW, ids, g) and drop the division")
         return (f"{what} is wrong only at the rows of token ids that occur more than once (e.g. ids {rows}): "
                 "dW[ids] = g (or dW[ids] += g) keeps one occurrence's gradient; accumulate with "
                 "np.add.at(dW, ids, g)")
