@@ -489,7 +489,9 @@ def _loss(subject, rng):
                        f"{IDIOM_EPS:.0e} / p[target] per row for an eps inside the log)", metrics, details)
     row, ignore, tg, loss, grad = failures[0]
     x64 = logits.astype(np.float64)
-    hint = _ce_hint(row, x64, tg, ignore, np.float64(loss), grad.astype(np.float64), cfg)
+    variants = (_smoothing_variants(x64, tg, ref_fn(x64, tg, *loss_options(kind, ignore))) if kind.has(SMOOTHING)
+                else _ce_variants(x64, tg, ignore))
+    hint = _ce_hint(row, variants, np.float64(loss), grad.astype(np.float64), cfg)
     tg_, tr = distinct(row["got"], row["reference"])
     if row["output"].startswith("loss"):
         what = f"{row['output']} is {tg_}, reference {tr}"
@@ -563,13 +565,35 @@ def _ce_variants(logits, targets, ignore):
     return out
 
 
-def _ce_hint(row, logits, targets, ignore, loss, grad, cfg):
-    """The known cross-entropy mistake that reproduces the wrong output (loss or grad_logits) to the
-    comparison's own allowance, by the one known-bug matcher."""
+def _smoothing_variants(logits, targets, reference):
+    """(hint, (loss, grad)) of known label-smoothing mistakes, from the reference's (loss, grad_logits). Plain
+    cross-entropy's mistakes are not among them: the hard-target gradient equals one of their gradients."""
+    want_loss, want_grad = reference
+    V = logits.shape[-1]
+    z = logits.reshape(-1, V)
+    t = np.asarray(targets).reshape(-1)
+    N = t.size
+    p = np.exp(z - z.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    p[np.arange(N), t] -= 1
+    return [
+        ("grad_logits uses the hard one-hot target, (softmax - one_hot) / N; the loss uses the smoothed one, and "
+         "so must its gradient: (softmax - y_smooth) / N with y_smooth = (1 - epsilon) * one_hot + epsilon / V",
+         (want_loss, (p / N).reshape(logits.shape))),
+        ("the loss is summed over positions instead of averaged: divide by the number of targets",
+         (want_loss * N, want_grad)),
+        ("grad_logits is not divided by the number of targets (the loss is a mean, so is its gradient)",
+         (want_loss, want_grad * N)),
+    ]
+
+
+def _ce_hint(row, variants, loss, grad, cfg):
+    """The known mistake among `variants` ((hint, (loss, grad))) that reproduces the wrong output (loss or
+    grad_logits) to the comparison's own allowance, by the one known-bug matcher."""
     key = "loss" if row["output"].startswith("loss") else "grad"
     got = float(loss) if key == "loss" else grad
     candidates = []
-    for hint, (vl, vg) in _ce_variants(logits, targets, ignore):
+    for hint, (vl, vg) in variants:
         err = abs(got - vl) if key == "loss" else float(np.abs(got - vg).max())
         candidates.append((hint, err / row["allowed"], row["ratio"]))
     hint = name_cause(candidates)

@@ -207,3 +207,11 @@ def test_the_report_shows_the_new_kinds_views(zoo, run):
     for words in ("sinusoidal", "concatenated halves", "key_padding", "looks inverted", "learning rate per step",
                   "peak memory of one call"):
         assert words in html, words
+
+
+def test_a_hard_target_gradient_is_named_by_the_reference_check(run, zoo):
+    """Plain cross-entropy's mistakes are not label smoothing's: the hard-target gradient equals the gradient of
+    'the loss summed over positions', which the reference check named for a loss that is right."""
+    record = run("label_smoothing", zoo("art_label_smoothing_hard_grad.py"), ["reference"])["reference"]
+    assert record.status == "fail", record.message
+    assert "hard one-hot target" in record.message and "summed over positions" not in record.message, record.message
