@@ -452,13 +452,20 @@ def _clip_hint(grads, max_norm, returned, theirs, tol):
     norm = math.sqrt(sum(float((g * g).sum()) for g in g64))
     scale = max_norm / (norm + 1e-6)
     per_tensor = [g * min(1.0, max_norm / (np.linalg.norm(g) + 1e-6)) for g in g64]
+    rms = norm / math.sqrt(sum(g.size for g in g64))
     variants = [
+        ("the norm is a root-mean-square (np.sqrt(np.mean(g ** 2))) over the entries; the total norm is the square "
+         "root of the sum of all squares: np.sqrt(sum((g ** 2).sum() for g in grads))", rms,
+         [g * min(1.0, max_norm / (rms + 1e-6)) for g in g64]),
         ("the grads are not changed in place (a new list or new arrays are made, e.g. g = g * scale, and the "
          "caller's arrays stay as they were): scale them in place with g *= scale", None, g64),
         ("it returns the norm after clipping; return the total norm measured before clipping", min(norm, max_norm),
          None),
         ("each array is clipped by its own norm; clip_grad_norm uses one global norm over all arrays", None,
          per_tensor),
+        ("each array is clipped by its own norm, and the norm returned is measured after that; clip_grad_norm uses "
+         "one global norm over all arrays and returns it as it was before clipping",
+         math.sqrt(sum(float((g * g).sum()) for g in per_tensor)), per_tensor),
         ("the grads are scaled even when their norm is below max_norm (scaled up); scale only when "
          "max_norm / (total_norm + 1e-6) < 1", None, [g * scale for g in g64]),
         ("it returns the squared norm; take the square root", norm * norm, None),
@@ -471,11 +478,13 @@ def _clip_hint(grads, max_norm, returned, theirs, tol):
         return max(float(np.abs(x - y).max()) / (tol * max(float(np.abs(y).max()), 1e-12)) for x, y in zip(xs, ys))
 
     reference = [g * min(1.0, scale) for g in g64]
-    # each variant is judged on what it changes (the returned value, or the arrays), against how far the
-    # correct result is from the student's on that same thing: a variant that agrees with the reference on
-    # this call explains nothing (below max_norm, "returns the clipped norm" returns the right number)
-    candidates = [(hint, off(returned, value), off(returned, norm)) if value is not None else
-                  (hint, off_arrays(theirs, arrays), off_arrays(theirs, reference))
+    # each variant is judged on both results (a variant that changes only one keeps the reference's other: an
+    # array-only cause cannot explain a wrong returned norm), against how far the correct result is from the
+    # student's: a variant that agrees with the reference on this call explains nothing (below max_norm,
+    # "returns the clipped norm" returns the right number)
+    right = max(off(returned, norm), off_arrays(theirs, reference))
+    candidates = [(hint, max(off(returned, norm if value is None else value),
+                             off_arrays(theirs, reference if arrays is None else arrays)), right)
                   for hint, value, arrays in variants]
     return name_cause(candidates)
 
