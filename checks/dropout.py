@@ -6,9 +6,12 @@ entries, so the mask is visible from the output. Checked:
 1. training=False and p = 0: the identity, forward and backward;
 2. kept entries are x / (1 - p) (inverted scaling), dropped ones exactly 0;
 3. backward reuses forward's mask: dx = g * mask / (1 - p);
-4. the expectation is preserved: a z-test of mean(out / x) = 1, and a binomial test
+4. each entry is dropped on its own (not one draw shared along the batch, position or
+   feature axis: a binomial test per axis of how often neighbouring entries agree), and
+   the expectation is preserved: a z-test of mean(out / x) = 1, and a binomial test
    of the number kept (1 - p of them), at p = 0.3 and at p = 0.9 (close to 1);
-   ALPHA = 1e-4 per test, 4 tests: a false alarm in at most 0.04% of runs;
+   ALPHA = 1e-4 per expectation test (4 of them), ALPHA_SHARED = 1e-7 per axis (6): a
+   false alarm in at most 0.04% of runs;
 5. two training calls draw different masks.
 """
 import numpy as np
@@ -22,6 +25,9 @@ from gradlab.numerics.stats import binomial_two_sided, normal_two_sided
 from gradlab.numerics.tolerance import tolerance
 
 ALPHA = 1e-4
+# a mask shared along an axis makes every pair agree (z ~ 90 at these sizes): this test can afford a far
+# smaller false-alarm rate than the expectation's, whose bugs are subtler
+ALPHA_SHARED = 1e-7
 P_MID, P_HIGH = 0.3, 0.9
 SIZES = {"batch_size": 4, "seq_len": 64, "max_len": 64, "d_model": 64, "num_heads": 1}   # 16,384 entries per call
 
@@ -77,6 +83,7 @@ def _training(kind, s, p, rng, rows):
                "kept entries are scaled by (1-p) instead of 1/(1-p)" if abs(r - (1 - p)) < 1e-6 else
                f"kept entries are x times {r:.6g}, not 1/(1-p) = {scale:.6g}")
         raise CheckFailure(f"{kind.name}: p={p}, training=True: {why}", {"p": p, "scale": r})
+    _independent(kind, kept, p, rows)
     # the expectation: mean(out / x) = 1 (each ratio is 0 or 1/(1-p): mean 1, variance p/(1-p))
     z = (float(ratio.mean()) - 1) / np.sqrt(p / (1 - p) / n)
     p_mean = normal_two_sided(z)
@@ -112,9 +119,47 @@ def _training(kind, s, p, rng, rows):
                            "forward?)", {"p": p})
 
 
+AXES = ("batch", "position", "feature")
+
+
+def _independent(kind, kept, p, rows):
+    """Each entry is dropped on its own: along every axis, disjoint neighbouring pairs (entries 0 and 1, 2 and
+    3, ...) agree (both kept or both dropped) with probability p**2 + (1-p)**2, a binomial test each. A mask
+    drawn for a smaller shape and broadcast (one per token, shape (B, T, 1); one for the whole batch,
+    x.shape[1:]) makes every pair along that axis agree: the expectation is right, the drops are not
+    independent."""
+    agree_p = p * p + (1 - p) * (1 - p)
+    found = []
+    for axis, name in enumerate(AXES[-kept.ndim:]):
+        half = kept.shape[axis] // 2
+        if half == 0:
+            continue
+        first = np.take(kept, np.arange(0, 2 * half, 2), axis=axis)
+        second = np.take(kept, np.arange(1, 2 * half, 2), axis=axis)
+        n, agree = first.size, int(np.sum(first == second))
+        p_value = binomial_two_sided(agree, n, agree_p)
+        if p_value < ALPHA_SHARED and agree > n * agree_p:
+            found.append((agree / n, name, n, agree, p_value))
+    if found:
+        # the axis the draw is shared along agrees most (a mask per token repeats each token's state D times,
+        # which also spreads the pair counts along the other axes beyond the binomial's)
+        _, name, n, agree, p_value = max(found)
+        rows.append({"p": p, "axis": name, "pairs": n, "agreeing": agree, "expected": round(n * agree_p),
+                     "p(independent)": p_value, "ok": False})
+        shared = ("the whole " + name + " axis shares one draw" if agree == n else
+                  f"neighbouring entries along the {name} axis are dropped together")
+        raise CheckFailure(
+            f"{kind.name}: p={p}, training=True: {shared} ({agree} of {n} neighbouring pairs along the {name} "
+            f"axis are both kept or both dropped, expected about {n * agree_p:.0f}; binomial test p = "
+            f"{p_value:.1e}, rejecting below {ALPHA_SHARED:g}): each entry must be dropped on its own; draw the mask "
+            "for the whole input, rng.random(x.shape) < 1 - p, not for a smaller shape broadcast over "
+            f"the {name} axis", {"p": p, "axis": name}, {"views": [table("dropout statistics", rows)]})
+
+
 @check("dropout", needs={STOCHASTIC}, order=8,
        summary="training=False and p=0 are the identity; inverted scaling 1/(1-p); backward reuses the mask; "
-               "the expectation is preserved (scipy, false-alarm rate 0.04% per run)")
+               "entries are dropped independently and the expectation is preserved (scipy, false-alarm rate 0.04% "
+               "per run)")
 def dropout(subject, rng):
     kind = subject.kind
     _identity(kind, _subject(subject, P_MID), rng, False, "training=False")
@@ -123,6 +168,7 @@ def dropout(subject, rng):
     for p in (P_MID, P_HIGH):
         _training(kind, _subject(subject, p), p, rng, rows)
     return Outcome(f"training=False and p=0 are the identity; at p={P_MID} and p={P_HIGH} kept entries are scaled "
-                   "by 1/(1-p), backward reuses the mask, and the expectation is preserved (4 tests at alpha = "
-                   f"{ALPHA:g}: a false alarm in at most 0.04% of runs)",
-                   {"alpha": ALPHA, "tests": 4}, {"views": [table("dropout statistics", rows)]})
+                   "by 1/(1-p), backward reuses the mask, entries are dropped independently along every axis, and "
+                   f"the expectation is preserved (4 tests at alpha = {ALPHA:g}, 6 at {ALPHA_SHARED:g}: a false "
+                   "alarm in at most 0.04% of runs)", {"alpha": ALPHA, "tests": 10},
+                   {"views": [table("dropout statistics", rows)]})

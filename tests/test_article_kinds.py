@@ -42,6 +42,8 @@ TABLE = [
     ("art_dropout_no_scale.py", "dropout", "dropout", ["not scaled", "1/(1-p)"]),
     ("art_dropout_keep_prob.py", "dropout", "dropout", ["probability of keeping"]),
     ("art_dropout_new_mask.py", "dropout", "dropout", ["backward draws a new mask"]),
+    ("art_dropout_shared_over_batch.py", "dropout", "dropout", ["the whole batch axis shares one draw", "x.shape"]),
+    ("art_dropout_per_token.py", "dropout", "dropout", ["the whole feature axis shares one draw"]),
     ("art_encoder_ok.py", "encoder_layer", None, []),
     ("art_encoder_causal.py", "encoder_layer", "reference", ["causal mask in the encoder"]),
     ("art_encoder_preln.py", "encoder_layer", "reference", ["Pre-LN", "Post-LN"]),
