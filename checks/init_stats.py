@@ -4,7 +4,9 @@ scheme (Xavier/Glorot and He, uniform and normal) one large draw of shape
 
 1. its mean (z-test against 0, with the scheme's own standard deviation),
 2. its variance (z-test of the sample variance, with the distribution's fourth moment),
-3. its distribution (Kolmogorov-Smirnov against the uniform or normal of that variance).
+3. its distribution (Kolmogorov-Smirnov against the uniform or normal of that variance);
+and that the entries are draws of their own (no value repeated, as from a row tiled) and a
+second call draws anew (no generator seeded inside the function).
 
 Each test rejects at ALPHA = 1e-4, so 4 schemes x 3 tests = 12 tests give a false alarm
 in at most 12 * 1e-4 = 0.12% of runs (Bonferroni). SHAPE is not square, so the He
@@ -56,6 +58,39 @@ def _slips(scheme, fi, fo):
     return [s for s in slips if s is not None and s[0] is not None]
 
 
+def _independent_draws(name, where, w, again):
+    """Every entry a draw of its own: a continuous distribution repeats no value (float32 may, rarely), and
+    a second call draws anew (a generator seeded inside the function gives every layer the same weights)."""
+    distinct = np.unique(w).size
+    if distinct < 0.9 * w.size:
+        raise CheckFailure(f"{name}: {where}: only {distinct} distinct values among {w.size}: the draws repeat (a "
+                           "row or block drawn once and tiled, or one draw broadcast), so the weights are "
+                           "correlated; draw every entry: rng.uniform(-a, a, size=shape) or "
+                           "rng.normal(0, std, size=shape)", {"distinct": distinct})
+    if np.array_equal(w, again):
+        raise CheckFailure(f"{name}: {where}: two calls returned the same values, so every layer of a shape would "
+                           "start with the same weights: draw from the rng given (or from one generator made once, "
+                           "outside the function), not from a generator seeded inside each call",
+                           {"repeated_call": True})
+
+
+def _shape_words(w, dist):
+    """What the values look like instead, from their kurtosis (E[x^4] / var^2: uniform 1.8, normal 3) and how
+    far they reach (a normal's 16,384 draws reach ~4 standard deviations)."""
+    x = w.astype(np.float64).reshape(-1)
+    x = x - x.mean()
+    std = float(np.sqrt(np.mean(x * x)))
+    kurtosis, reach = float(np.mean(x ** 4)) / std ** 4, float(np.abs(x).max()) / std
+    if dist == "normal" and abs(kurtosis - KURTOSIS["uniform"]) < 0.15:
+        return "a uniform draw for a normal scheme?"
+    if dist == "uniform" and abs(kurtosis - KURTOSIS["normal"]) < 0.3:
+        return "a normal draw for a uniform scheme?"
+    if dist == "normal" and reach < 3:
+        return (f"they stop at {reach:.2g} standard deviations, where a normal's reach ~4: a truncated normal "
+                "(values beyond a bound redrawn or clipped)? the scheme is the plain normal N(0, variance)")
+    return f"their kurtosis is {kurtosis:.3g} ({dist}'s is {KURTOSIS[dist]:g})"
+
+
 def _tests(w, dist, var):
     """(p-values of the mean, variance and distribution tests, sample mean, sample variance)."""
     x = w.astype(np.float64).reshape(-1)
@@ -83,13 +118,14 @@ def init_stats(subject, rng):
         var = variance(fi, fo)
         call_init(subject, (3, 5), scheme, rng)            # shape only, a small non-square one
         w = call_init(subject, SHAPE, scheme, rng)
+        where = f"{name}({SHAPE}, {scheme!r}) (fan_in={fi}, fan_out={fo}, {formula})"
+        _independent_draws(name, where, w, call_init(subject, SHAPE, scheme, rng))
         p_mean, p_var, p_dist, mean, s2 = _tests(w, dist, var)
         rows.append({"scheme": scheme, "mean": mean, "variance": s2, "expected variance": var,
                      "p(mean)": p_mean, "p(variance)": p_var, "p(distribution)": p_dist,
                      "ok": min(p_mean, p_var, p_dist) >= ALPHA})
         view = table(f"{name}: one draw of shape {SHAPE} per scheme (reject below p = {ALPHA:g})", rows)
         metrics = {"scheme": scheme, "alpha": ALPHA, "tests": 3 * len(SCHEMES), "variance": s2, "expected": var}
-        where = f"{name}({SHAPE}, {scheme!r}) (fan_in={fi}, fan_out={fo}, {formula})"
         if p_var < ALPHA:
             ratio = s2 / var
             # a slip is named when its variance explains the sample within 5 standard errors
@@ -103,10 +139,9 @@ def init_stats(subject, rng):
                                "the values must be centred on 0 (rng.uniform(-a, a), not rng.uniform(0, a) "
                                "or rng.random() * a)", metrics, {"views": [view]})
         if p_dist < ALPHA:
-            other = "normal" if dist == "uniform" else "uniform"
             raise CheckFailure(f"{name}: {where}: mean and variance are right but the values are not {dist} "
-                               f"(Kolmogorov-Smirnov p = {p_dist:.1e} < {ALPHA:g}): a {other} draw for a {dist} "
-                               "scheme?", metrics, {"views": [view]})
+                               f"(Kolmogorov-Smirnov p = {p_dist:.1e} < {ALPHA:g}): {_shape_words(w, dist)}",
+                               metrics, {"views": [view]})
     return Outcome(f"{len(SCHEMES)} schemes: shape, mean, variance and distribution pass (12 tests at "
                    f"alpha = {ALPHA:g} each: a false alarm in at most 0.12% of runs)",
                    {"alpha": ALPHA, "tests": 3 * len(SCHEMES), "draws": fi * fo},
