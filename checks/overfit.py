@@ -129,8 +129,12 @@ def _judge(kind, setting, theirs, ours, dtype="float64"):
         raise CheckFailure(f"{kind.name}: training {setting}: the loss became {theirs[k]} at step {k} "
                            f"(the reference went {ours[0]:.4g} -> {ours[-1]:.4g})" + start, metrics, details)
     if min(theirs) > limit:
-        why = "the loss went up" if theirs[-1] > theirs[0] else "it learns less than half as fast"
-        look = ("look at step(params, grads): the sign of the update, and whether every parameter is updated"
+        rose = theirs[-1] > theirs[0]
+        why = "the loss went up" if rose else "it learns less than half as fast"
+        look = (("look at step(params, grads): the size and the sign of each update (steps too large, from a bias "
+                 "correction or the lr applied wrongly, or the wrong sign make the loss climb)" if rose else
+                 "look at step(params, grads): steps too small, or parameters left without an update")
+                + "; the trajectory check compares the steps with the reference's one by one"
                 if kind.form == "optimizer" else
                 "the update is gradlab's Adam, so look at your backward: what it passes on (dL/dx) and the "
                 "parameter gradients it fills (the gradient check compares them one by one)")
