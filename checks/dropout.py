@@ -52,6 +52,9 @@ def _tol(dtype):
 def _identity(kind, s, rng, training, label):
     module = s.build()
     x, g = _input(s, rng), _input(s, rng)
+    if not training:
+        # a training call first: an evaluation forward must not leave its mask for the backward that follows
+        s.forward(module, x.copy(), True)
     out = s.forward(module, x.copy(), training)
     (dx,) = s.backward(module, g.copy())
     for what, got, want in (("forward", out, x), ("backward", dx, g)):
@@ -60,8 +63,11 @@ def _identity(kind, s, rng, training, label):
             raise CheckFailure(
                 f"{kind.name}: {label}: {what} must be the identity, but entry {k} is {float(got.flat[k]):.6g}, "
                 f"not {float(want.flat[k]):.6g}" + (
-                    "; dropout only drops (and scales) while training: return x unchanged when training is False "
-                    "(inverted dropout needs no rescaling at evaluation)" if not training else
+                    ("; the evaluation forward returned x, but backward still applies the mask of the training "
+                     "call before it: clear it (self.mask = None, or ones) when training is False"
+                     if what == "backward" and np.allclose(out, x, rtol=_tol(out.dtype), atol=0) else
+                     "; dropout only drops (and scales) while training: return x unchanged when training is False "
+                     "(inverted dropout needs no rescaling at evaluation)") if not training else
                     "; every entry was dropped at p = 0: p is used as the probability of keeping an entry; it is "
                     "the probability of dropping one" if what == "forward" and not got.any() else
                     "; with p = 0 nothing is dropped and 1/(1-p) = 1"), {"case": label})

@@ -48,6 +48,7 @@ TABLE = [
     ("art_dropout_new_mask.py", "dropout", "dropout", ["backward draws a new mask"]),
     ("art_dropout_shared_over_batch.py", "dropout", "dropout", ["the whole batch axis shares one draw", "x.shape"]),
     ("art_dropout_per_token.py", "dropout", "dropout", ["the whole feature axis shares one draw"]),
+    ("art_dropout_stale_eval_mask.py", "dropout", "dropout", ["training=False", "backward still applies the mask"]),
     ("art_encoder_ok.py", "encoder_layer", None, []),
     ("art_encoder_causal.py", "encoder_layer", "reference", ["causal mask in the encoder"]),
     ("art_encoder_preln.py", "encoder_layer", "reference", ["Pre-LN", "Post-LN"]),
