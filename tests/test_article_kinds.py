@@ -65,6 +65,7 @@ TABLE = [
     ("art_decoder_cross_causal.py", "decoder_layer", "reference", ["causal mask in the cross-attention"]),
     ("art_seq2seq_ok.py", "seq2seq", None, []),
     ("art_seq2seq_no_encoder_grad.py", "seq2seq", "gradient", ["'enc.", "analytical 0"]),
+    ("art_seq2seq_src_overwrite.py", "seq2seq", "gradient", ["'E_src'", "occur more than once", "np.add.at"]),
 ]
 
 

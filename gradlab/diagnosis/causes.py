@@ -70,12 +70,23 @@ def _token_counts(kind, a, context, cfg):
     return np.bincount(ids.reshape(-1), minlength=a.shape[0])
 
 
+def _id_counts(a, context, cfg):
+    """[how often each id occurs] for every integer input (a seq2seq's src_ids and tgt_ids), when `a` is a
+    (V, D) table: the rows a lookup of that input reaches."""
+    if a.ndim != 2 or cfg is None or a.shape[0] != cfg.vocab_size:
+        return []
+    inputs = context.get("inputs") or (context.get("x"),)
+    return [np.bincount(np.asarray(i).reshape(-1), minlength=a.shape[0]) for i in inputs
+            if isinstance(i, np.ndarray) and i.dtype.kind in "iu" and i.size and i.min() >= 0]
+
+
 def _repeated_ids(kind, name, a, n, context, cfg, what):
-    counts = _token_counts(kind, a, context, cfg)
+    scale = max(float(np.abs(n).max()), 1e-30)
+    bad_rows = {int(r) for r in np.nonzero(np.abs(a - n).max(axis=1) > MATCH * scale)[0]} if a.ndim == 2 else set()
+    counts = next((c for c in _id_counts(a, context, cfg) if bad_rows <= {int(r) for r in np.nonzero(c > 1)[0]}),
+                  None)
     if counts is None:
         return None
-    scale = max(float(np.abs(n).max()), 1e-30)
-    bad_rows = {int(r) for r in np.nonzero(np.abs(a - n).max(axis=1) > MATCH * scale)[0]}
     repeated = {int(r) for r in np.nonzero(counts > 1)[0]}
     if bad_rows and bad_rows <= repeated:
         rows = sorted(bad_rows)[:4]

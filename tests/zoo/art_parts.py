@@ -250,7 +250,11 @@ class Seq2Seq:
         for layer in reversed(self.enc):
             dm = layer.backward(dm)
         self.dE_src = np.zeros_like(self.E_src)
-        np.add.at(self.dE_src, self.src, dm)
+        self.scatter_src(self.dE_src, self.src, dm)
+
+    @staticmethod
+    def scatter_src(table, ids, rows):
+        np.add.at(table, ids, rows)
 
 
 def load_seq2seq(module, ref):
