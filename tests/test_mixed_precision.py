@@ -11,7 +11,9 @@ BROKEN = [
     ("mp_bad_no_skip.py", ["step 3", "inf", "must be skipped", "return False", "your step updated the weights"]),
     ("mp_bad_static_backoff.py", ["static loss scaling", "is 512, the reference's 1024", "never changes"]),
     ("mp_bad_never_grows.py", ["dynamic loss scaling", "after step 7", "doubles the scale after growth_interval = 4"]),
-    ("mp_bad_half_converts_all.py", ["to_half_precision converted integer token ids", "only float32 arrays"]),
+    ("mp_bad_half_converts_all.py", ["to_half_precision converted integer token ids", "only float32 arrays",
+                                     "above 2048"]),
+    ("mp_bad_half_converts_floats.py", ["to_half_precision converted a float64 array", "v.dtype == np.float32"]),
 ]
 
 
