@@ -14,7 +14,6 @@ from gradlab.contract.suite import Outcome, check
 from gradlab.execution.discovery import find_slots
 from gradlab.execution.harness import reading_grads_ahead
 from gradlab.execution.loader import reference as reference_impl
-from gradlab.execution.subject import Subject
 from gradlab.execution.weights import load_reference, named_params, reference_module
 
 STEPS = 30
@@ -62,8 +61,7 @@ def copy_task(subject, rng):
                            "with float16 compute")
     # one encoder and one decoder layer: the copy is learned as well and costs half (the stacking of
     # layers is the gradient check's business, at cfg's n_layers)
-    subject = Subject(subject.kind, subject.registration, subject.cfg.replace(n_layers=1), subject.impl_name,
-                      subject.files)
+    subject = subject.with_cfg(subject.cfg.replace(n_layers=1))
     kind, cfg = subject.kind, subject.cfg
     batch = copy_batch(cfg, rng)
     ref = reference_module(kind, cfg)

@@ -20,7 +20,6 @@ from gradlab.contract.errors import CheckFailure
 from gradlab.contract.kinds import STOCHASTIC
 from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
-from gradlab.execution.subject import Subject
 from gradlab.numerics.stats import binomial_two_sided, normal_two_sided
 from gradlab.numerics.tolerance import tolerance
 
@@ -34,7 +33,7 @@ SIZES = {"batch_size": 4, "seq_len": 64, "max_len": 64, "d_model": 64, "num_head
 
 def _subject(subject, p):
     cfg = subject.cfg.replace(dropout=p, **SIZES)
-    return Subject(subject.kind, subject.registration, cfg, subject.impl_name, subject.files)
+    return subject.with_cfg(cfg)
 
 
 def _input(s, rng):

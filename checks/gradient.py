@@ -51,7 +51,7 @@ from gradlab.numerics.repeatable import require_repeatable
 from gradlab.numerics.tolerance import (IDIOM_WALK, NOISE_CANNOT_JUDGE, TWIN_MATCH, TWIN_MATCH_FLOAT16, computed_eps,
                                         division_idiom, idiom_allowance, loss_row_bounds, twin_rounding)
 from gradlab.contract.records import heatmap, table
-from gradlab.execution.subject import (IGNORE_INDEX, LOG_GUARD, Subject, call_cross_entropy, copies, loss_inputs,
+from gradlab.execution.subject import (IGNORE_INDEX, LOG_GUARD, call_cross_entropy, copies, loss_inputs,
                                       loss_options, randomize_params, takes_ignore_index, with_ignored)
 from gradlab.contract.suite import Outcome, check
 
@@ -330,7 +330,7 @@ class ModuleSetup:
         """Build the module with dtype=float64 and copy the parameters in by name
         (in place). Any trouble: keep the numerics in float32 and say why."""
         s = self.subject
-        twin_subject = Subject(s.kind, s.registration, s.cfg.replace(dtype="float64"), s.impl_name, s.files)
+        twin_subject = s.with_cfg(s.cfg.replace(dtype="float64"))
         try:
             twin = twin_subject.build()
             probe = twin_subject.forward(twin, *copies(inputs64))

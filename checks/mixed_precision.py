@@ -21,7 +21,6 @@ from gradlab.contract.records import curve, table
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.harness import describe
 from gradlab.execution.loader import reference as reference_impl
-from gradlab.execution.subject import Subject
 
 UPDATE_TOL = 1e-5          # relative to the reference update's largest entry (float32 rounding only)
 SHAPES = {"w": (3, 4), "b": (4,)}
@@ -56,7 +55,7 @@ def mixed_precision(subject, rng):
     for mode in ("static", "dynamic"):
         cfg = subject.cfg.replace(loss_scaling=mode)
         steps = script(cfg, rng)
-        theirs_subject = Subject(kind, subject.registration, cfg, subject.impl_name, subject.files)
+        theirs_subject = subject.with_cfg(cfg)
         theirs, ours = theirs_subject.build(), reference_impl().get(kind.name).target(cfg)
         scales = {"reference": [], "yours": []}
         for k, (what, grads) in enumerate(steps, start=1):

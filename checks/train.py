@@ -10,7 +10,6 @@ attention maps).
 from gradlab.contract.errors import CheckSkipped
 from gradlab.contract.kinds import CAUSAL, TOKEN_IDS
 from gradlab.contract.suite import Outcome, check
-from gradlab.execution.subject import Subject
 from gradlab.training import run as training
 
 CHECK_STEPS = 60
@@ -24,7 +23,7 @@ def train(subject, rng):
         raise CheckSkipped(f"{subject.kind.name}: training entirely in float16 diverges for gradlab's reference too; "
                            "the mixed_precision kind checks training with float16 compute")
     cfg, half = training.config(int(rng.integers(0, 2**31)), **CHECK_SIZE, dtype=subject.cfg.dtype)
-    part = Subject(subject.kind, subject.registration, cfg, subject.impl_name, subject.files)
+    part = subject.with_cfg(cfg)
     record = training.run_training({subject.kind.name: part}, cfg, half, CHECK_STEPS, "reverse",
                                    is_reference=subject.impl_name == "reference")
     return Outcome(record.message, record.metrics, record.details)

@@ -20,7 +20,7 @@ from gradlab.diagnosis.matcher import name_cause
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.contract.records import curve, table
 from gradlab.execution.calls import Scheduler
-from gradlab.execution.subject import Subject, call_scalar
+from gradlab.execution.subject import call_scalar
 from gradlab.contract.suite import Outcome, check
 from gradlab.numerics.tolerance import EPS, SAFETY, computed_eps, tolerance
 
@@ -91,7 +91,7 @@ def _optimizer(subject, rng):
     cfg = subject.cfg
     params0, grads_seq = _problem(cfg, rng)
     changes, shown = _other_setting(subject.kind, cfg, params0, grads_seq)
-    second = Subject(subject.kind, subject.registration, cfg.replace(**changes), subject.impl_name, subject.files)
+    second = subject.with_cfg(cfg.replace(**changes))
     outcomes = [_optimizer_run(subject, params0, grads_seq)]
     try:
         outcomes.append(_optimizer_run(second, params0, grads_seq, shown=shown))

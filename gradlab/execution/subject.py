@@ -36,6 +36,11 @@ class Subject:
         self.batched = self.remote    # calls go in batches (forwards, backward reading ahead): a worker's module,
                                       # or a rehearsal of one (execution/rehearsal.py)
 
+    def with_cfg(self, cfg):
+        """The same implementation under another cfg (a check's own sizes or settings): a new Subject, which
+        reads the module's sizes again when cfg leaves them open."""
+        return Subject(self.kind, self.registration, cfg, self.impl_name, self.files)
+
     @property
     def cfg(self):
         """cfg, with the sizes CONTRACT §3 leaves to the module (a linear's d_out) read

@@ -194,8 +194,7 @@ class Functions:
         self.opt_ours = R.get(self.opt_kind).target(opt_cfg)
         self.opt_subject = parts.get(kind) if kind else None
         if self.opt_subject is not None:
-            self.opt_subject = Subject(self.opt_subject.kind, self.opt_subject.registration, opt_cfg,
-                                       self.opt_subject.impl_name, self.opt_subject.files)
+            self.opt_subject = self.opt_subject.with_cfg(opt_cfg)
         self.opt_theirs = self.opt_subject.build() if self.opt_subject else R.get(self.opt_kind).target(opt_cfg)
         self.peak = self.schedule_ref(cfg.warmup_steps, cfg.d_model, cfg.warmup_steps)
         used = [k for k in (kind, "schedule", "clip_grad_norm", "cross_entropy") if k and k in parts]
