@@ -38,6 +38,9 @@ CORRECT = [
     ("style_ndarray_subclass.py", "layernorm"),
     ("style_float32_backward.py", "embedding"),
     ("style_float32_backward.py", "positional"),
+    ("style_head_lists.py", "attention"),
+    ("style_params_tree.py", "ffn"),
+    ("style_namespace_children.py", "ffn"),
 ]
 FORWARD_ONLY = {("style_forward_only.py", "attention"): "raised NotImplementedError",
                 ("style_forward_only.py", "layernorm"): "has no backward() method"}
@@ -63,6 +66,10 @@ BROKEN = [
     ("style_ndarray_subclass_bad.py", "layernorm", "gradient", ["input gradient 'x'", "the mean term"]),
     ("style_float32_backward_bad.py", "embedding", "repeated_ids", ["appears 2 times", "overwrite instead of np.add.at"]),
     ("style_float32_backward_bad.py", "positional", "gradient", ["'weight'", "0.5 x the right one"]),
+    # parameters gradlab did not find would be skipped silently: each twin's bug is in one of them
+    ("style_head_lists_bad.py", "attention", "gradient", ["'W_k.", "is wrong"]),
+    ("style_params_tree_bad.py", "ffn", "gradient", ["'c_fc.", "is wrong"]),
+    ("style_namespace_children_bad.py", "ffn", "gradient", ["'down.b'", "mean over the 10 tokens"]),
 ]
 
 

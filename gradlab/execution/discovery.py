@@ -3,13 +3,15 @@
 In this order, the first that applies to an object:
 1. `obj.params` with `obj.grads`: dicts name -> array, or lists aligned by
    position (`params = [W, b]`, `grads = [dW, db]`, the DLFS / CS231n style;
-   named by a `names` / `param_names` list when there is one, else `params[i]`);
+   named by a `names` / `param_names` list when there is one, else `params[i]`),
+   or trees of them, the gradient at the same place of the grads tree (picoGPT);
 2. `obj.parameters()` returning a dict, gradients in `obj.grads` or `obj.gradients()`;
 3. attributes: an array `w` with its gradient in `dw`, `grad_w`, `w_grad`,
    `_dw` or `gradW` (or in a `grads` dict under the name `w`), or a
    Parameter-like object (an array in `.data` or `.value`, its gradient in
    `.grad` or `.gradient`), alone or in a list or dict, or an ndarray subclass
-   carrying its own `.grad` / `.gradient`.
+   carrying its own `.grad` / `.gradient`, or a list (dict) of arrays with its
+   gradients in a list (dict) named as for one array (`W_q[h]`, `dW_q[h]`).
 Parameter-like objects are also accepted as the values of `params` (way 1).
 An attribute is whatever getattr returns: instance attributes, `__slots__`,
 properties and other class-level descriptors count the same. Gradients may be
@@ -18,6 +20,7 @@ Child modules (attributes, lists, dicts of objects) are walked and named with do
 An array reachable under two names (tied weights) is reported once, under the first.
 """
 import functools
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,12 +48,8 @@ class Slot:
     def grad(self):
         """The gradient as the student left it after backward (None if missing)."""
         kind = self.grad_source[0]
-        if kind == "dict":
-            mapping = self.grad_source[1]()
-            return None if mapping is None else mapping.get(self.grad_source[2])
-        if kind == "list":
-            seq, i = self.grad_source[1](), self.grad_source[2]
-            return seq[i] if seq is not None and i < len(seq) else None
+        if kind in ("dict", "list"):
+            return _child(self.grad_source[1](), self.grad_source[2])
         if kind == "param":
             return getattr(self.grad_source[1], self.grad_source[2], None)
         if kind == "none":
@@ -182,10 +181,18 @@ class _Search:
             for suffix, sub in _children(child):
                 self.collect(sub, f"{prefix}{attr}{suffix}.", depth + 1)
 
-    def _entry(self, obj, name, value, source):
+    def _entry(self, obj, name, value, source, depth=0):
         field = _param_field(value)
         if field:
             self.add(obj, name, getattr(value, field), ("param", value, _grad_field(value)))
+        elif isinstance(value, (dict, list, tuple)) and source is not None and depth < MAX_DEPTH:
+            # a tree of parameters (params["blocks"][0]["attn"]["w"], picoGPT's layout): the gradients are in
+            # the same place of the grads tree
+            parent, key = source[1], source[2]
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for k, v in items:
+                self._entry(obj, f"{name}.{k}", v, ("dict" if isinstance(value, dict) else "list",
+                                                   lambda parent=parent, key=key: _child(parent(), key), k), depth + 1)
         else:
             self.add(obj, name, value, source)
 
@@ -229,10 +236,18 @@ class _Search:
                     self._entry(obj, prefix + attr, value, None)
                 continue
             if isinstance(value, (list, tuple, dict)) and value and attr not in KEY_ATTRIBUTES:
-                items = value.items() if isinstance(value, dict) else enumerate(value)
+                items = list(value.items() if isinstance(value, dict) else enumerate(value))
                 for key, item in items:
                     if _param_field(item) and self._at_build(_param_array(item)):
                         self._entry(obj, f"{prefix}{attr}.{key}", item, None)
+                # arrays kept per head (W_q[h], its gradient in dW_q[h]): a container of the same kind beside it
+                gname = _partner(attr, attrs, type(value))
+                if gname and all(isinstance(v, np.ndarray) and v.dtype.kind == "f" and self._at_build(v)
+                                 for _, v in items):
+                    kind = "dict" if isinstance(value, dict) else "list"
+                    for key, item in items:
+                        self.add(obj, f"{prefix}{attr}.{key}", item,
+                                 (kind, lambda o=obj, g=gname: getattr(o, g, None), key))
                 continue
             if not isinstance(value, np.ndarray) or value.dtype.kind != "f":
                 continue
@@ -251,15 +266,16 @@ class _Search:
                 self.add(obj, prefix + attr, value, ("none",))
 
 
-def _partner(attr, attrs):
-    """The name of the attribute holding `attr`'s gradient (dw for w, ...), or None.
-    Exact names first; then ignoring case, when that picks one attribute (gradB for b)."""
+def _partner(attr, attrs, holds=np.ndarray):
+    """The name of the attribute holding `attr`'s gradient (dw for w, ...), or None: an array for an array,
+    a list (or dict) for a list (or dict) of arrays. Exact names first; then ignoring case, when that picks
+    one attribute (gradB for b)."""
     for pattern in GRAD_PATTERNS:
-        if isinstance(attrs.get(pattern.format(attr)), np.ndarray):
+        if isinstance(attrs.get(pattern.format(attr)), holds):
             return pattern.format(attr)
     lower = {}
     for name, value in attrs.items():
-        if isinstance(value, np.ndarray):
+        if isinstance(value, holds):
             lower.setdefault(name.lower(), []).append(name)
     for pattern in GRAD_PATTERNS:
         found = lower.get(pattern.format(attr).lower(), [])
@@ -305,8 +321,25 @@ def _is_gradient_name(attr, attrs):
     return False
 
 
-def _holds_parameters(values):
-    return any(isinstance(v, np.ndarray) or _param_field(v) for v in values)
+def _holds_parameters(values, depth=0):
+    """Some value is an array or a Parameter object, or (a tree) holds one."""
+    for v in values:
+        if isinstance(v, np.ndarray) or _param_field(v):
+            return True
+        if isinstance(v, (dict, list, tuple)) and depth < MAX_DEPTH and \
+                _holds_parameters(v.values() if isinstance(v, dict) else v, depth + 1):
+            return True
+    return False
+
+
+def _child(container, key):
+    """container[key] for a dict (by key) or a list (by position), else None: where a gradient tree keeps
+    the gradient of the parameter at the same place."""
+    if isinstance(container, dict):
+        return container.get(key)
+    if isinstance(container, (list, tuple)) and isinstance(key, int) and key < len(container):
+        return container[key]
+    return None
 
 
 def _position_names(attrs, n):
@@ -343,8 +376,8 @@ def _is_module_like(value):
         return False
     if callable(value) and not hasattr(value, "forward"):
         return False                    # a function or a method, not a module
-    if type(value).__module__.split(".")[0] in _NOT_MODULES:
-        return False
+    if type(value).__module__.split(".")[0] in _NOT_MODULES and not isinstance(value, types.SimpleNamespace):
+        return False                    # (a SimpleNamespace is a plain bag of attributes: a module built by a factory)
     if hasattr(value, "forward") or hasattr(value, "params") or hasattr(value, "parameters"):
         return True
     try:
