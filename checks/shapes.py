@@ -168,6 +168,8 @@ def _param_rows(subject, module, slots, rows, notes):
             hint += f"; it has an extra leading axis of {got[0]}: sum over {leading[got[0]]} as well"
         rows.add(f"gradient of {slot.name!r} ({slot.describe_grad()})", shape, got, hint)
     missing = [name for name in expected if name not in matched]
+    if missing and (unmatched or callable(param_map)):
+        _count_row(subject, slots, expected, rows)
     if callable(param_map) and missing:
         _load_rows(subject, {n: expected[n] for n in missing}, rows, notes)
         return
@@ -186,6 +188,20 @@ def _param_rows(subject, module, slots, rows, notes):
     theirs = ", ".join(f"{s.name} {tuple(s.value.shape)}" for s in unmatched)
     notes.append(f"expected parameters not found by name: {wanted}; yours without a reference name: {theirs}; "
                  "register with param_map={'your_name': 'reference_name', ...} to compare their shapes")
+
+
+def _count_row(subject, slots, expected, rows):
+    """Reference parameters not matched by name (a param_map function, or names of the student's own): the
+    parameters gradlab found must hold at least as many numbers as CONTRACT §3's. Fewer means some are
+    where gradlab does not look, and their gradients would never be checked."""
+    needed = sum(int(np.prod(shape)) for shape in expected.values())
+    found = sum(slot.value.size for slot in slots)
+    if found >= needed:
+        return
+    rows.add("the parameters found (all together)", f"{needed:,} numbers", f"{found:,} numbers",
+             f"gradlab found {', '.join(s.name for s in slots) or 'none'}; CONTRACT §3's {subject.kind.name} holds "
+             f"{needed:,} numbers, so some of yours are where gradlab does not look (CONTRACT §2) and their "
+             "gradients would go unchecked")
 
 
 def _in_words(kind, ref):
