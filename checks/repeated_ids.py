@@ -32,6 +32,10 @@ def repeated_batch(cfg, rng):
     flat = ids.reshape(-1)
     flat[a_cells] = a
     flat[b_cells] = b
+    # id 0 is in every batch (the usual padding id: a backward that skips it, PyTorch's padding_idx=0 habit)
+    free = [c for c in range(n) if c not in a_cells and c not in b_cells]
+    if 0 not in flat and free:
+        flat[free[len(free) // 2]] = 0
     return ids
 
 
@@ -110,6 +114,14 @@ def repeated_ids(subject, rng):
         ids_repeat = "1 id repeats" if len(repeated) == 1 else f"{len(repeated)} ids repeat"
         return Outcome(f"gradient of {table.name!r} matches {how} on {len(rows)} rows; {ids_repeat} "
                        f"in the batch (max error {float(err.max()):.1e})", metrics)
+    zero = [r for r in wrong if not got[r].any()]
+    if zero:
+        row = zero[0]
+        raise CheckFailure(
+            f"{kind.name}: gradient of {table.name!r} row {row} is exactly 0, though token id {row} occurs "
+            f"{int(np.sum(ids == row))} time(s) in the batch, at {_occurrences(ids, row)}: backward never adds to it"
+            + (" (PyTorch's padding_idx=0 habit? CONTRACT §3's embedding has no padding id: every id's row gets the "
+               "sum of its occurrences' gradients)" if row == 0 else ""), metrics)
     bad_repeated = [r for r in wrong if r in repeated]
     if bad_repeated and not any(r not in repeated for r in wrong):
         token = bad_repeated[0]

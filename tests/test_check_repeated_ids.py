@@ -87,3 +87,12 @@ def test_a_mean_over_occurrences_is_named_not_called_an_overwrite(run, zoo, dtyp
         assert record.status == "fail", record.message
         assert "overwrite" not in record.message and "keeps one occurrence" not in record.message, record.message
         assert "drop the division" in record.message, record.message
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_zeroed_padding_row_is_caught_on_every_seed_and_named(run, zoo, seed):
+    # id 0 is in every batch: a random batch of 10 ids from 11 left it out on 2 seeds of 3, and the bug passed
+    record = run("embedding", zoo("repeated_ids_bad_embedding_padding_row.py"), ["repeated_ids"], seed=seed)
+    record = record["repeated_ids"]
+    assert record.status == "fail", record.message
+    assert "row 0 is exactly 0" in record.message and "padding_idx" in record.message, record.message

@@ -88,6 +88,11 @@ def _repeated_ids(kind, name, a, n, context, cfg, what):
     if counts is None:
         return None
     repeated = {int(r) for r in np.nonzero(counts > 1)[0]}
+    if bad_rows and not np.any(a[sorted(bad_rows)]):
+        rows = sorted(bad_rows)[:4]
+        return (f"{what} is exactly 0 at the rows of token ids {rows}, which occur in the input: backward never "
+                "adds to them" + (" (a padding id skipped, PyTorch's padding_idx=0 habit? every id's row gets its "
+                                   "gradient)" if 0 in bad_rows else ""))
     if bad_rows and bad_rows <= repeated:
         rows = sorted(bad_rows)[:4]
         bad = sorted(bad_rows)
