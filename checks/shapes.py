@@ -7,7 +7,7 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.execution.harness import describe
-from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILITIES, same_layout
+from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILITIES, TIED_HEAD, same_layout
 from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
 
@@ -154,6 +154,12 @@ def _param_rows(subject, module, slots, rows, notes):
                 rows.info(label, shape, "the same numbers, with leading axes of length 1: accepted", expected[ref])
             else:
                 rows.add(label, expected[ref], shape, _in_words(kind, ref))
+        elif kind.has(TIED_HEAD) and _untied_head(slot, cfg, expected, slots, mapping):
+            unmatched.append(slot)
+            rows.add(f"parameter {slot.name!r}", "none: the head is the token embedding", shape,
+                     f"an output head of its own: CONTRACT §3's {kind.name} ties it to the token embedding (logits = "
+                     "h @ W_emb.T, one array whose gradient sums the lookup's and the head's): use the embedding "
+                     "itself, not a copy")
         else:
             unmatched.append(slot)
             rows.info(f"parameter {slot.name!r}", shape, "no reference parameter of this name")
@@ -188,6 +194,17 @@ def _param_rows(subject, module, slots, rows, notes):
     theirs = ", ".join(f"{s.name} {tuple(s.value.shape)}" for s in unmatched)
     notes.append(f"expected parameters not found by name: {wanted}; yours without a reference name: {theirs}; "
                  "register with param_map={'your_name': 'reference_name', ...} to compare their shapes")
+
+
+def _untied_head(head, cfg, expected, slots, mapping):
+    """A parameter of the head's shape, (d_model, V) or (V, d_model), beside a token embedding that has its
+    reference name, and not a view of it: an output head of its own, where the kind ties it to the embedding."""
+    names = {slot.name: slot.name if slot.name in expected else mapping.get(slot.name) for slot in slots}
+    table = [n for n, s in expected.items() if tuple(s) == (cfg.vocab_size, cfg.d_model)]
+    tables = [slot.value for slot in slots if names[slot.name] in table]
+    return (tuple(head.value.shape) in ((cfg.d_model, cfg.vocab_size), (cfg.vocab_size, cfg.d_model))
+            and bool(table) and all(n in names.values() for n in table)
+            and not any(np.shares_memory(head.value, t) for t in tables))
 
 
 def _count_row(subject, slots, expected, rows):

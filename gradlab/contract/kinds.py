@@ -31,6 +31,7 @@ CHUNKED = "chunked"                 # function (Q, K, V, chunk_size, causal=Fals
 KEY_PADDING = "key_padding"         # takes key_padding_mask (B, S), True where the key is padding
 SEQ2SEQ = "seq2seq"                 # forward(src_ids, tgt_ids) -> logits: learns a copy task (the copy_task check)
 MIXED_PRECISION = "mixed_precision" # float16 <-> float32 conversion and a loss-scaling step
+TIED_HEAD = "tied_head"             # the output projection is the token embedding (logits = h @ wte.T): no head of its own
 
 
 @dataclass(frozen=True)
@@ -296,7 +297,7 @@ KINDS = {spec.name: spec for spec in [
     KindSpec("block", "module", "Pre-LN block: x + attn(ln1(x)), then x + ffn(ln2(x))",
              _MODULE | {INPUT_GRAD, CAUSAL, SUBMODULE}),
     KindSpec("lm", "module", "decoder-only LM with tied output projection: ids -> logits",
-             _MODULE | {TOKEN_IDS, CAUSAL}),
+             _MODULE | {TOKEN_IDS, CAUSAL, TIED_HEAD}),
     KindSpec("softmax", "function", "softmax(x, axis=-1), numerically stable", frozenset({PER_SAMPLE, PROBABILITIES})),
     KindSpec("cross_entropy", "function", "(logits, targets, ignore_index=None) -> (mean loss, grad_logits)",
              frozenset({DIFFERENTIABLE, LOSS})),
