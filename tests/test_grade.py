@@ -368,3 +368,25 @@ def test_grade_options_are_checked_before_anything_runs(tmp_path, capsys, argv, 
     err = capsys.readouterr().err
     assert words in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_names_that_are_not_utf8_are_graded_and_checked(tmp_path, capsys):
+    """A Latin-1 zip export: a student folder and a file named with the byte 0xE9. Grading crashed writing
+    the student's files (UnicodeEncodeError) and `gradlab check --impl` blamed the student's import."""
+    subs = tmp_path / "class"
+    try:
+        folder = subs / os.fsdecode(b"jos\xe9")
+        folder.mkdir(parents=True)
+        (folder / os.fsdecode(b"caf\xe9.py")).write_text(MODULES)
+    except (OSError, UnicodeError):
+        pytest.skip("this file system refuses names that are not UTF-8")
+    out = tmp_path / "out"
+    assert main(["grade", str(subs), "--kinds", "layernorm", "--out", str(out), "--seed", str(SEED)]) == 0
+    assert "jos" in capsys.readouterr().out
+    assert (out / "summary.html").exists() and (out / "grades.csv").exists()
+    json_path, report_path = tmp_path / "r.json", tmp_path / "r.html"
+    code = main(["check", "layernorm", "--impl", str(folder / os.fsdecode(b"caf\xe9.py")), "--seed", "0",
+                 "--checks", "smoke", "--json", str(json_path), "--report", str(report_path)])
+    assert code == 0, capsys.readouterr()
+    assert json.loads(json_path.read_text())["passed"] is True
+    assert report_path.exists()

@@ -156,7 +156,7 @@ def _load_file(path):
         raise UsageError(f"{path} is a folder; pass the .py file that calls gradlab.register")
     if full in _loading:
         raise UsageError(_self_check_message(path, full))
-    digest = hashlib.sha1(full.encode()).hexdigest()[:10]
+    digest = hashlib.sha1(os.fsencode(full)).hexdigest()[:10]    # a name's bytes: not all are UTF-8
     mod_name = f"gradlab_impl_{os.path.splitext(os.path.basename(full))[0]}_{digest}"
     spec = importlib.util.spec_from_file_location(mod_name, full)
     if spec is None:

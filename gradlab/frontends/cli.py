@@ -87,7 +87,18 @@ def build_parser():
     return parser
 
 
+def _printable_names():
+    """A file or folder name that is not UTF-8 (a Latin-1 zip export) reaches gradlab as a str with
+    surrogates; printed as \udce9 rather than ending the run with UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):
+            pass
+
+
 def main(argv=None):
+    _printable_names()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -31,7 +31,8 @@ def atomic_write(path, data):
         with open(tmp, "wb") as fh:
             fh.write(data)
     else:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+        # a student's folder or file name that is not UTF-8 (a Latin-1 zip) is written as \udce9, not a crash
+        with open(tmp, "w", encoding="utf-8", errors="backslashreplace", newline="") as fh:
             fh.write(data)
     os.replace(tmp, path)
 

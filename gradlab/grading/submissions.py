@@ -24,7 +24,7 @@ class Entry:
     def digest(self):
         h = hashlib.sha256()
         for name in sorted(self.files):
-            h.update(name.encode() + b"\0" + hashlib.sha256(self.files[name]).digest())
+            h.update(os.fsencode(name) + b"\0" + hashlib.sha256(self.files[name]).digest())
         return h.hexdigest()[:16]
 
 

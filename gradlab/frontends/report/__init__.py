@@ -21,6 +21,6 @@ def write_report(results, path, *, replay=None, title=None, student=None):
     html = render(results, replay=replay, title=title, student=student)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
+    with open(path, "w", encoding="utf-8", errors="backslashreplace") as fh:   # a non-UTF-8 file name: \udce9
         fh.write(html)
     return path
