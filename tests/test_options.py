@@ -64,6 +64,15 @@ FLAG_CASES = [
     ("report under a file", ["softmax", "--report", "{tmp}/a_file/r.html"], "a_file is a file, not a folder"),
     ("json and report one file", ["softmax", "--json", "{tmp}/same", "--report", "{tmp}/same"],
      "both write the same file"),
+    # the student's own file: it was overwritten with the JSON, exit 0
+    ("json is the impl", ["layernorm", "--impl", "{tmp}/a_file", "--json", "{tmp}/a_file"],
+     "it is the file being checked (--impl), which it would overwrite"),
+    ("report is the impl", ["layernorm", "--impl", "{tmp}/a_file", "--report", "{tmp}/a_file"],
+     "it is the file being checked"),
+    # '' and ',' ran every kind (gradlab.check('') checked linear); 'all' is asked for by name
+    ("kind empty", ["", "--checks", "smoke"], "kind '': names no kind"),
+    ("kind comma", [",", "--checks", "smoke"], "kind ',': names no kind"),
+    ("kind all with others", ["all,attention"], "'all' already means every kind"),
     ("dtype flag float128", ["layernorm", "--dtype", "float128"], "dtype='float128': is not supported"),
     ("dtype flag int", ["layernorm", "--dtype", "int64"], "is not a floating type"),
     ("set without =", ["layernorm", "--set", "d_model"], "--set d_model: write it as FIELD=VALUE"),

@@ -75,9 +75,16 @@ def kind_names(kinds):
     if isinstance(kinds, str):
         kinds = [kinds]
     names = [k.strip() for value in kinds for k in str(value).split(",") if k.strip()]
+    shown = ",".join(str(value) for value in kinds)
+    if not names:       # '' or ',' is a slip, not "every kind": that is asked for as "all"
+        raise options.refuse(f"kind {shown!r}", "names no kind", "give one, e.g. attention, or all "
+                             "(`gradlab list` shows them)")
+    if "all" in names and len(names) > 1:
+        raise options.refuse(f"kind {shown!r}", "'all' already means every kind the file registers",
+                             "give all alone, or the kinds you want")
     for name in names:
         get_kind(name)
-    return names or None
+    return names
 
 
 def check_options(impl, checks, seed, overrides):

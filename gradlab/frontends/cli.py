@@ -182,6 +182,11 @@ def cmd_check(args):
     if args.json is not None and report_path and os.path.abspath(args.json) == os.path.abspath(report_path):
         raise options.refuse(f"--json {args.json} --report {report_path}", "both write the same file",
                              "give them different names")
+    for flag, path in (("--json", args.json), ("--report", report_path)):
+        if path is not None and args.impl and os.path.exists(path) and os.path.exists(args.impl) \
+                and os.path.samefile(path, args.impl):
+            raise options.refuse(f"{flag} {path}", "it is the file being checked (--impl), which it would "
+                                 "overwrite", "write the result to another file")
     run_limits_ = run_limits(args)
     # where results go is fixed before any student code runs (code run in-process may os.chdir)
     json_path = os.path.abspath(args.json) if args.json is not None else None
