@@ -243,6 +243,16 @@ def test_the_cli_exit_codes_and_a_wrong_rubric_in_one_line(tmp_path, capsys):
     assert main(["grade", str(subs), "--kinds", "atention", "--out", str(tmp_path / "o")]) == 2
     assert main(["grade", str(subs), "--out", str(tmp_path / "o")]) == 2
     capsys.readouterr()
+    # grades written into the submissions folder would be read as students next time; a malformed scheduler
+    # address ended in a traceback (ValueError: missing port number)
+    for argv, words in [(["--out", str(subs)], "is inside the submissions folder"),
+                        (["--out", str(subs / "grades")], "is inside the submissions folder"),
+                        (["--out", str(tmp_path / "o"), "--scheduler", "bogus"], "is not a scheduler address"),
+                        (["--out", str(tmp_path / "o"), "--scheduler", "tcp://host:port"], "tcp://HOST:PORT")]:
+        assert main(["grade", str(subs), "--kinds", "attention", *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert words in err and len(err.strip().splitlines()) == 1, err
+    assert not (subs / "grades").exists() and not (tmp_path / "o").exists()
 
 
 def test_rubric_points_visibility_and_partial_credit(tmp_path):

@@ -61,9 +61,35 @@ def cmd_grade(args):
     limits = Limits() if args.timeout is None else Limits(wall=args.timeout)
     if not args.kinds and not args.rubric:
         raise UsageError("give --kinds K1,K2 (or a --rubric that names the kinds)")
+    check_out(args.out, args.submissions)
+    if args.scheduler is not None:
+        check_scheduler(args.scheduler)
     grade_class(args.submissions, args.out, kinds=args.kinds, rubric_path=args.rubric, seed=args.seed,
                 workers=args.workers, limits=limits, scheduler=args.scheduler)
     return 0
+
+
+def check_out(out, submissions):
+    """--out may not be the submissions folder or inside it: the next run would read the grades as students."""
+    real, subs = os.path.realpath(out), os.path.realpath(submissions)
+    if real == subs or real.startswith(subs + os.sep):
+        from gradlab.contract import options
+        raise options.refuse(f"--out {out}", "is inside the submissions folder, where the next run would read the "
+                             "grades as submissions", "write them beside it, e.g. --out grades/")
+
+
+def check_scheduler(address):
+    """--scheduler: a Dask address, tcp://host:port (the scheme may be left out), checked before any grading."""
+    from urllib.parse import urlsplit
+    from gradlab.contract import options
+    try:
+        parts = urlsplit(address if "://" in address else f"tcp://{address}")
+        ok = bool(parts.hostname) and parts.port is not None
+    except ValueError:
+        ok = False
+    if not ok:
+        raise options.refuse(f"--scheduler {address}", "is not a scheduler address",
+                             "write it as tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786")
 
 
 def check_wall(seconds):
