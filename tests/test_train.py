@@ -120,3 +120,20 @@ def test_the_progress_bar_only_on_a_terminal():
         bar.clear()
     assert "step 1/10  loss 2.5" in tty.getvalue() and "] step 10/10  loss 1" in tty.getvalue()
     assert tty.getvalue().endswith("\r\x1b[K") and pipe.getvalue() == ""
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--json", "{tmp}", "--steps", "10"], "--json {tmp}: is a folder"),
+    (["--json", "{tmp}/no/such/r.json"], "the folder {tmp}/no/such does not exist"),
+    (["--report", "{tmp}", "--steps", "10"], "--report {tmp}: is a folder"),
+    (["--set", "d_model=100000", "--steps", "10"], "d_model=100000: too large for lm"),
+    (["--steps", "100000000"], "steps=100000000: train at least 10 steps and at most 100,000"),
+])
+def test_train_refuses_bad_options_before_training(tmp_path, capsys, argv, words):
+    """They trained first, then ended in a traceback (IsADirectoryError, FileNotFoundError, a 224 GiB
+    allocation), or ran without end."""
+    from gradlab.frontends.cli import main
+    code = main(["train", *[a.format(tmp=tmp_path) for a in argv]])
+    out, err = capsys.readouterr()
+    assert code == 2 and words.format(tmp=tmp_path) in err and len(err.strip().splitlines()) == 1, (out, err)
+    assert "Traceback" not in err and "step" not in out

@@ -77,7 +77,12 @@ def run(args):
     from gradlab.frontends.cli import parse_overrides, run_limits
     from gradlab.frontends.report import write_report
     from gradlab.training import train
+    from gradlab.contract import options
     overrides = parse_overrides(args.overrides, None)
+    # where the results go, checked before the training runs (not with a traceback after it)
+    options.check_output_path("--report", args.report, "reports/train.html", make_folders=True)
+    if args.json is not None:
+        options.check_output_path("--json", args.json, "train.json")
     limits = run_limits(args)
     bar = Bar(sys.stderr)
     try:

@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from gradlab.contract import options
 from gradlab.contract.config import Config, make_config
 from gradlab.contract.errors import CheckFailure, CheckSkipped, GradlabError, StudentError, UsageError
 from gradlab.contract.kinds import SUBMODULE, get_kind
@@ -40,6 +41,9 @@ OPTIMIZERS = ("adamw", "adam", "sgd")
 TRACK = 1e-2
 
 
+MAX_STEPS = 100_000
+
+
 def config(seed=0, **overrides):
     base = dict(DEFAULTS)
     half = overrides.pop("half", base.pop("half"))     # not a cfg field: the task's sequence is 2 * half long
@@ -56,9 +60,11 @@ def train(impl=None, steps=STEPS, seed=0, task="reverse", progress=None, isolate
     loop, the reference and the verdict stay in this process."""
     if task not in tasks.TASKS:
         raise UsageError(f"task={task!r}: use {' or '.join(tasks.TASKS)}")
-    if int(steps) < 10:
-        raise UsageError(f"steps={steps}: train at least 10 steps")
+    if not 10 <= int(steps) <= MAX_STEPS:
+        raise UsageError(f"steps={steps}: train at least 10 steps and at most {MAX_STEPS:,} (the toy tasks are "
+                         "learned in a few hundred)")
     cfg, half = config(seed, **overrides)
+    options.check_sizes("lm", cfg, ["train"], set(overrides))     # the sizes, before anything is built
     loaded = open_implementation(impl, isolate, limits)
     start = time.perf_counter()
     try:
