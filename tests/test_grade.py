@@ -400,3 +400,19 @@ def test_names_that_are_not_utf8_are_graded_and_checked(tmp_path, capsys):
     assert code == 0, capsys.readouterr()
     assert json.loads(json_path.read_text())["passed"] is True
     assert report_path.exists()
+
+
+def test_the_per_call_limit_has_a_flag_and_the_overtime_hint_names_it(tmp_path, capsys):
+    """A forward that sleeps 1.5 s once: stopped at --call-timeout 1 (the hint named grade's --timeout, which is
+    the whole submission's limit), graded at the default."""
+    subs = tmp_path / "class"
+    subs.mkdir()
+    (subs / "slow.py").write_text(MODULES + "\nimport time\n_f = LayerNorm.forward\n"
+                                  "def _slow(self, x, _seen=[]):\n    if not _seen:\n        _seen.append(1)\n"
+                                  "        time.sleep(1.5)\n    return _f(self, x)\nLayerNorm.forward = _slow\n")
+    out = tmp_path / "out"
+    assert main(["grade", str(subs), "--kinds", "layernorm", "--out", str(out), "--seed", str(SEED),
+                 "--call-timeout", "1"]) == 0
+    capsys.readouterr()
+    text = json.dumps(json.loads((out / "slow" / "results.json").read_text()))
+    assert "ran past 1 s" in text and "gradlab grade --call-timeout" in text, text[:2000]

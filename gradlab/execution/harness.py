@@ -30,6 +30,10 @@ _armed = False      # True only while a guarded call runs under a time limit
 _installed = False  # our SIGALRM handler is in place (checked once per run, not per call)
 
 
+# the per-call limit's flag differs by front end: `gradlab check --timeout`, `gradlab grade --call-timeout`
+OVERTIME_HINT = ("; an endless loop? If it is just slow, raise the limit for one call (gradlab check --timeout, "
+                 "gradlab grade --call-timeout)")
+
 def _on_alarm(signum, frame):
     if _armed:
         raise _Timeout()
@@ -119,7 +123,7 @@ def guarded(what, fn, *args, files=(), error=StudentError, alarm=True, **kwargs)
     except _Timeout as e:
         where = student_frame(e, files)
         raise error(f"{what} ran past {_timeout:g} s" + (f", last seen at {where}" if where else "")
-                    + "; an endless loop? Raise the limit with --timeout if it is just slow") from None
+                    + OVERTIME_HINT) from None
     except StudentError as e:
         if hasattr(e, "message_for"):       # raised by the student's code in the worker: say it as here
             message = e.message_for(what)

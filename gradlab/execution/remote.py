@@ -36,6 +36,7 @@ import numpy as np
 from gradlab.contract.config import Config
 from gradlab.contract.errors import StudentError, UsageError
 from gradlab.contract.registry import Registration
+from gradlab.execution import harness
 from gradlab.execution import limits as limits_mod
 from gradlab.execution import zygote
 from gradlab.execution import rehearsal
@@ -1269,7 +1270,7 @@ _NO_KWARGS = {"d": []}
 def _overtime(what, seconds, at):
     """(why the worker is gone, the error's words) for a call that ran past its time limit."""
     dead = f"{what} ran past {seconds:g} s{at}"
-    return dead, dead + "; an endless loop? Raise the limit with --timeout if it is just slow"
+    return dead, dead + harness.OVERTIME_HINT
 
 
 def _deref(ref):

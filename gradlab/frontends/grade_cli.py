@@ -1,5 +1,6 @@
 """`gradlab grade` and `gradlab autograder`: the teacher's commands (added to the
 `gradlab` parser by cli.py; the work is in gradlab.grading)."""
+import dataclasses
 import os
 
 from gradlab.contract.errors import UsageError
@@ -31,6 +32,8 @@ def add_parsers(sub):
     g.add_argument("--workers", type=int, metavar="N", help="submissions graded at a time (default: cores)")
     g.add_argument("--timeout", type=float, metavar="SECONDS",
                    help="wall time for one whole submission (default 300)")
+    g.add_argument("--call-timeout", type=float, metavar="SECONDS",
+                   help="time for one call into a student's code, a forward or a backward (default 20)")
     g.add_argument("--scheduler", metavar="ADDRESS",
                    help="a Dask scheduler (tcp://host:8786) to send the jobs to instead of local processes")
 
@@ -59,6 +62,8 @@ def cmd_grade(args):
     args.seed = options.check_seed(args.seed)
     check_wall(args.timeout)
     limits = Limits() if args.timeout is None else Limits(wall=args.timeout)
+    if args.call_timeout is not None:
+        limits = dataclasses.replace(limits, call=options.check_timeout(args.call_timeout, "--call-timeout"))
     if not args.kinds and not args.rubric:
         raise UsageError("give --kinds K1,K2 (or a --rubric that names the kinds)")
     check_out(args.out, args.submissions)
