@@ -166,3 +166,16 @@ def test_broken_example_fails_only_the_gradient():
     result = gradlab.check("attention", impl=str(EXAMPLES / "broken_attention.py"), seed=0)
     assert [c.name for c in result.checks if not c.ok] == ["gradient"]
     assert "'out_weight'" in result["gradient"].message
+
+
+def test_a_run_that_judged_nothing_is_not_a_pass(capsys):
+    """float16 for an optimizer skips every check: it was reported as passed (exit 0, "passed": true). A check
+    asked for that does not apply to a kind is not counted: smoke and gradient on a softmax still pass."""
+    from gradlab.frontends.cli import main
+    result = gradlab.check("adam", checks=None, seed=0, dtype="float16", eps=1e-5)
+    assert result.nothing_judged and not result.passed and result.to_dict()["passed"] is False
+    assert main(["check", "adam", "--dtype", "float16", "--set", "eps=1e-5", "--seed", "0"]) == 1
+    assert "nothing was judged" in capsys.readouterr().out
+    softmax = gradlab.check("softmax", checks=["smoke", "gradient"], seed=0)
+    assert softmax.passed and not softmax.nothing_judged
+    assert gradlab.check("softmax", checks=["smoke"], seed=0).passed

@@ -85,7 +85,18 @@ class KindResult:
 
     @property
     def passed(self):
-        return all(c.ok for c in self.checks)
+        """No check failed or erred, and something was judged: a run whose every check but the precondition
+        was skipped (float16 for an optimizer, --checks that do not apply) has passed nothing."""
+        return all(c.ok for c in self.checks) and not self.nothing_judged
+
+    @property
+    def nothing_judged(self):
+        """Every check that applies, beside the precondition (smoke), was skipped (there was at least one), or
+        every check was. A check asked for that does not apply to the kind is not counted."""
+        applying = [c for c in self.checks if c.metrics.get("applies", True)]
+        beside = [c for c in applying if c.name != "smoke"]
+        judged = beside if beside else applying
+        return bool(judged) and all(c.status == SKIP for c in judged)
 
     def counts(self):
         out = {PASS: 0, FAIL: 0, ERROR: 0, SKIP: 0}

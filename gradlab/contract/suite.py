@@ -63,8 +63,9 @@ def _float16_gate(fn):
     @functools.wraps(fn)
     def run(subject, rng):
         if subject.cfg.dtype == "float16" and subject.kind.form != "module" and not subject.kind.has(MIXED_PRECISION):
-            raise CheckSkipped(f"{subject.kind.name}: --dtype float16 applies to module kinds; {subject.kind.name} is a "
-                               f"{subject.kind.form} and "
+            form = subject.kind.form
+            raise CheckSkipped(f"{subject.kind.name}: --dtype float16 applies to module kinds; {subject.kind.name} is "
+                               f"{'an' if form[0] in 'aeiou' else 'a'} {form} and "
                                "is checked in float32 or float64 (mixed precision training: the mixed_precision kind)")
         return fn(subject, rng)
     return run

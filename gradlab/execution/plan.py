@@ -189,7 +189,7 @@ class Plan:
         spec = suite.resolve([check])[0] if isinstance(check, str) else check
         kind_spec = get_kind(kind)
         if not spec.applies(kind_spec):
-            return CheckRecord(spec.name, SKIP, f"does not apply to {kind} ({spec.summary})")
+            return CheckRecord(spec.name, SKIP, f"does not apply to {kind} ({spec.summary})", {"applies": False})
         if not any(c.name == PRECONDITION for c in suite.applicable(kind_spec)):
             return run_one(spec, self.subject(kind), self.seed)
         before = self.precondition(kind)

@@ -1,7 +1,7 @@
 """The `gradlab` command: a thin layer over gradlab.check.
 
 Exit status: 0 every check passed; 1 a check failed or the student's code
-raised inside a check; 2 the command could not run (the message says what to fix).
+raised inside a check, or nothing was judged (every check skipped); 2 the command could not run (the message says what to fix).
 """
 import argparse
 import json
@@ -24,7 +24,7 @@ examples:
   gradlab check ffn --impl my_ffn.py --checks gradient --set d_model=64 --seed 7 -v
   gradlab list                                     kinds, and the checks that apply to each
 
-exit status: 0 all passed, 1 a check failed or your code raised, 2 the command could not run
+exit status: 0 all passed, 1 a check failed, your code raised or nothing was judged, 2 the command could not run
 """
 
 SYMBOL = {"pass": "PASS", "fail": "FAIL", "error": "ERROR", "skip": "skip"}
@@ -221,7 +221,9 @@ def cmd_check(args):
     for r in kind_results:
         n = r.counts()
         print(f"{r.kind} ({r.impl}): {n['pass']} passed, {n['fail']} failed, {n['error']} errors, "
-              f"{n['skip']} skipped; seed {r.seed}")
+              f"{n['skip']} skipped; seed {r.seed}" + ("; nothing was judged: every check asked for was skipped "
+                                                      "(the reasons are above), so this is not a pass"
+                                                      if r.nothing_judged else ""))
     if len(kind_results) > 1:
         total = {k: sum(r.counts()[k] for r in kind_results) for k in ("pass", "fail", "error", "skip")}
         failing = [r.kind for r in kind_results if not r.passed]
