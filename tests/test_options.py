@@ -71,6 +71,9 @@ FLAG_CASES = [
      "it is the file being checked"),
     # '' and ',' ran every kind (gradlab.check('') checked linear); 'all' is asked for by name
     ("kind empty", ["", "--checks", "smoke"], "kind '': names no kind"),
+    ("json dash", ["softmax", "--json", "-"], "--json -: would be a file named '-'"),
+    ("impl missing, relative", ["softmax", "--impl", "no_such_student.py"],
+     "no such file: no_such_student.py (looked for "),
     ("kind comma", [",", "--checks", "smoke"], "kind ',': names no kind"),
     ("kind all with others", ["all,attention"], "'all' already means every kind"),
     ("dtype flag float128", ["layernorm", "--dtype", "float128"], "dtype='float128': is not supported"),

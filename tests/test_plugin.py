@@ -67,7 +67,7 @@ def test_items_failures_and_precondition(pytester, student):
 def test_unloadable_impl_is_a_collection_error(pytester):
     result = pytester.runpytest("-p", "no:xdist", "--gradlab-impl", "missing.py")
     assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["*ERROR collecting missing.py*", "gradlab: no such file: missing.py"])
+    result.stdout.fnmatch_lines(["*ERROR collecting missing.py*", "gradlab: no such file: missing.py*"])
     assert "Traceback" not in result.stdout.str()
 
 

@@ -128,6 +128,7 @@ def test_the_progress_bar_only_on_a_terminal():
     (["--report", "{tmp}", "--steps", "10"], "--report {tmp}: is a folder"),
     (["--set", "d_model=100000", "--steps", "10"], "d_model=100000: too large for lm"),
     (["--steps", "100000000"], "steps=100000000: train at least 10 steps and at most 100,000"),
+    (["--seed", "-1"], "--seed -1: must be an integer"),     # it suggested --set seed=0, which is refused
 ])
 def test_train_refuses_bad_options_before_training(tmp_path, capsys, argv, words):
     """They trained first, then ended in a traceback (IsADirectoryError, FileNotFoundError, a 224 GiB

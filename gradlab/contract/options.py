@@ -251,6 +251,8 @@ def check_output_path(flag, path, default_name, make_folders=False):
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path).strip():
         raise refuse(what, "names no file", fix)
     path = os.fspath(path)
+    if path == "-":
+        raise refuse(what, "would be a file named '-' (standard output is where the check lines go)", fix)
     if os.path.isdir(path):
         raise refuse(what, "is a folder", f"name a file in it, e.g. {flag} {os.path.join(path, os.path.basename(default_name))}")
     folder = os.path.dirname(os.path.abspath(path))

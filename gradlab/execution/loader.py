@@ -67,6 +67,8 @@ def open_implementation(impl, isolate=None, limits=None):
     from gradlab.execution.limits import Limits
     from gradlab.execution.remote import RemoteImplementation
     where = None if impl is None or impl == REFERENCE else _absolute(impl)
+    if where is not None and os.path.isabs(where):
+        _require_file(impl)       # here, where the current folder is the user's (the worker runs in its own)
     try:
         return RemoteImplementation(where, limits or Limits(), shown_as=impl)
     except UsageError as e:
@@ -74,6 +76,15 @@ def open_implementation(impl, isolate=None, limits=None):
         if where is not None and os.fspath(impl) != where:
             text = text.replace(where, os.fspath(impl))
         raise UsageError(text) from e.__cause__
+
+
+def _require_file(path):
+    """UsageError for a file that is not there, saying where a relative path was looked for."""
+    full = os.path.abspath(path)
+    if not os.path.exists(full):
+        where = "" if os.path.isabs(os.fspath(path)) else \
+            f" (looked for {full}: a relative path is read from the current folder, {os.getcwd()})"
+        raise UsageError(f"no such file: {os.fspath(path)}{where}")
 
 
 def _absolute(impl):
@@ -150,8 +161,7 @@ def _refuse_references(regs, name):
 
 def _load_file(path):
     full = os.path.abspath(path)
-    if not os.path.exists(full):
-        raise UsageError(f"no such file: {path}")
+    _require_file(path)
     if os.path.isdir(full):
         raise UsageError(f"{path} is a folder; pass the .py file that calls gradlab.register")
     if full in _loading:

@@ -79,7 +79,9 @@ def build_parser():
                         "T = max_len, float32...); a failure is shrunk to the smallest configuration showing it")
     c.add_argument("-v", "--verbose", action="store_true", help="details of every check; tracebacks on errors")
 
-    sub.add_parser("list", help="the kinds, and which checks apply to each")
+    sub.add_parser("list", help="the kinds, and which checks apply to each",
+                   description="Print every kind gradlab checks (what it is, its form) and the checks that apply "
+                               "to it, in run order. `gradlab check KIND` runs them.")
     from gradlab.training.command import add_parser as add_train
     add_train(sub)
     from gradlab.frontends import grade_cli

@@ -79,6 +79,7 @@ def run(args):
     from gradlab.training import train
     from gradlab.contract import options
     overrides = parse_overrides(args.overrides, None)
+    args.seed = options.check_seed(args.seed)      # (as --seed N, not the cfg field a --set would name)
     # where the results go, checked before the training runs (not with a traceback after it)
     options.check_output_path("--report", args.report, "reports/train.html", make_folders=True)
     if args.json is not None:
