@@ -270,3 +270,13 @@ def test_a_result_shows_as_the_report_in_a_notebook():
     assert "All 2 checks passed" in _srcdoc(passing._repr_html_())
     run = gradlab.check("all", checks=["smoke"], seed=1)        # RunResult too
     assert "checks passed" in _srcdoc(run._repr_html_())
+
+
+def test_a_run_that_judged_nothing_is_not_shown_as_passed(tmp_path):
+    """Every check skipped (float16 for an optimizer): the banner read 'All 5 checks passed (5 skipped)'."""
+    import gradlab
+    from gradlab.frontends.report import write_report
+    page = open(write_report(gradlab.check("adam", seed=0, dtype="float16", eps=1e-5), str(tmp_path / "r.html"))).read()
+    assert "Nothing was judged" in page and "checks passed" not in page
+    page = open(write_report(gradlab.check("adam", seed=0), str(tmp_path / "ok.html"))).read()
+    assert "All 5 checks passed" in page and "Nothing was judged" not in page

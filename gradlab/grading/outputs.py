@@ -202,7 +202,7 @@ SUMMARY = """<!DOCTYPE html>
  code { font: 13px ui-monospace, Menlo, Consolas, monospace; }
 </style></head><body><main>
 <h1>Class summary</h1>
-<p>{{ n }} students graded by gradlab {{ version }} with seed {{ seed }}; mean {{ "%.4g" % mean }} of
+<p>{{ n }} student{{ "" if n == 1 else "s" }} graded by gradlab {{ version }} with seed {{ seed }}; mean {{ "%.4g" % mean }} of
 {{ "%g" % max_score }} points; {{ full }} with full marks.</p>
 <h2>Scores</h2>
 <div class="hist">{% for b in histogram %}<div class="bar" style="height: {{ b.height }}%"

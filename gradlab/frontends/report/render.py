@@ -47,7 +47,8 @@ def as_kind_results(results):
 def render(results, *, replay=None, title=None, version=None, student=None):
     """The report page as a string. `student`: a name (for grading) shown in the
     title and on every check's card."""
-    kinds = [_kind_context(i, r, student) for i, r in enumerate(as_kind_results(results))]
+    kind_results = as_kind_results(results)
+    kinds = [_kind_context(i, r, student) for i, r in enumerate(kind_results)]
     every = [c for k in kinds for c in k["checks"]]
     counts = OrderedDict((s, sum(c["status"] == s for c in every)) for s in (FAIL, ERROR, PASS, SKIP))
     failed = [c for c in every if c["status"] in (FAIL, ERROR)]
@@ -63,7 +64,8 @@ def render(results, *, replay=None, title=None, version=None, student=None):
         "sub": ((f"{student}: " if student else "") + ", ".join(impls)) if (student or title) else "",
         "impls": impls, "seeds": seeds, "replay": replay, "version": version,
         "kinds": kinds, "failed": failed, "counts": counts, "total": len(every),
-        "passed": not failed, "multi_impl": len(impls) > 1,
+        # a kind whose every applicable check was skipped has not passed (KindResult.passed), nor has the page
+        "passed": not failed and not any(r.nothing_judged for r in kind_results), "multi_impl": len(impls) > 1,
     }
     return environment().get_template("report.html.j2").render(**context)
 
