@@ -138,3 +138,12 @@ def test_train_refuses_bad_options_before_training(tmp_path, capsys, argv, words
     out, err = capsys.readouterr()
     assert code == 2 and words.format(tmp=tmp_path) in err and len(err.strip().splitlines()) == 1, (out, err)
     assert "Traceback" not in err and "step" not in out
+
+
+def test_a_reference_that_does_not_learn_sets_no_bar(capsys, tmp_path):
+    """lr=5: the reference diverges too; it failed 'against itself' ('learns less than half as fast as the
+    reference'). Nothing to compare with is said as such, and is not a pass."""
+    from gradlab.frontends.cli import main
+    assert main(["train", "--set", "lr=5", "--steps", "20", "--report", str(tmp_path / "r.html")]) == 1
+    out = capsys.readouterr().out
+    assert "SKIP" in out and "the reference run did not learn" in out and "less than half" not in out

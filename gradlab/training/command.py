@@ -99,4 +99,4 @@ def run(args):
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(result.to_dict(), fh, indent=1, default=str)
-    return 0 if record.ok else 1
+    return 0 if result.passed else 1      # a skip (nothing to compare with) is not a pass

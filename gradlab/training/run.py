@@ -338,6 +338,11 @@ def _judge(setting, task, steps, cfg, ours, theirs, acc_ours, acc_theirs, sample
     gap = np.abs(np.array(theirs.losses[:m]) - np.array(ours.losses[:m])) / np.maximum(np.array(ours.losses[:m]),
                                                                                          1e-12)
     metrics["curve_gap"] = float(np.nanmax(gap)) if m else 0.0
+    if not np.isfinite(ours.losses).all() or not ref_final < 0.9 * ours.losses[0]:
+        # the bar comes from the reference's own run: one that diverged or did not learn sets none
+        raise CheckSkipped(f"train: the reference run did not learn the {task} task at these settings either "
+                           f"(loss {ours.losses[0]:.3g} -> {ref_final:.3g} in {n} steps), so there is nothing to "
+                           "compare yours with: lower lr, or train more steps")
     if not np.isfinite(theirs.losses).all():
         raise CheckFailure(f"train: {summary}: the loss became {theirs.losses[-1]} at step {n}{extra}", metrics,
                            details)
