@@ -291,3 +291,10 @@ def test_verbose_shows_no_empty_worker_traceback_for_a_syntax_error(tmp_path):
     code, out, err = run_command("check", "layernorm", "--impl", str(tmp_path / "syntax.py"), "-v")
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "syntax.py:11: syntax error" in err and "RemoteTraceback" not in err
+
+
+def test_checks_given_twice_run_both(capsys):
+    # argparse kept the last --checks alone, without a word
+    assert main(["check", "layernorm", "--checks", "gradient", "--checks", "backward", "--seed", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "layernorm::gradient" in out and "layernorm::backward" in out

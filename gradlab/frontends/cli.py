@@ -50,7 +50,8 @@ def build_parser():
                                 "separated by commas (attention,ffn), or all")
     c.add_argument("--impl", metavar="PATH_OR_MODULE", action="append",
                    help="your .py file or importable module (default: gradlab's reference implementation)")
-    c.add_argument("--checks", metavar="NAMES", help="comma-separated checks to run, e.g. gradient,causality")
+    c.add_argument("--checks", metavar="NAMES", action="append",
+                   help="comma-separated checks to run, e.g. gradient,causality (given twice: both lists)")
     c.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a cfg field, e.g. --set d_model=64 (repeatable)")
     c.add_argument("--seed", type=int, help="seed for inputs and directions (default: fresh each run, printed)")
@@ -171,6 +172,8 @@ def cmd_check(args):
     from gradlab.execution.plan import Plan
     from gradlab.execution.runner import run, time_limit, worker_limits
     args.impl = one_impl(args.impl)
+    if args.checks is not None:      # --checks a --checks b: both (the last alone was kept, silently)
+        args.checks = ",".join(args.checks)
     overrides = parse_overrides(args.overrides, args.dtype)
     # output paths are checked before the checks run, not with a traceback after them
     if args.json is not None:
