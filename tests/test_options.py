@@ -72,6 +72,9 @@ FLAG_CASES = [
     # '' and ',' ran every kind (gradlab.check('') checked linear); 'all' is asked for by name
     ("kind empty", ["", "--checks", "smoke"], "kind '': names no kind"),
     ("json dash", ["softmax", "--json", "-"], "--json -: would be a file named '-'"),
+    # the last one was kept without a word
+    ("set twice", ["layernorm", "--set", "d_model=8", "--set", "d_model=16"], "d_model is set twice"),
+    ("dtype twice", ["layernorm", "--dtype", "float16", "--set", "dtype=float32"], "the dtype is given twice"),
     ("impl missing, relative", ["softmax", "--impl", "no_such_student.py"],
      "no such file: no_such_student.py (looked for "),
     ("kind comma", [",", "--checks", "smoke"], "kind ',': names no kind"),

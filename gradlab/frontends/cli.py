@@ -145,8 +145,15 @@ def parse_overrides(pairs, dtype):
             raise UsageError(f"--set {pair}: write it as FIELD=VALUE, e.g. --set d_model=64")
         if name.strip() == "seed":
             raise options.refuse(f"--set {pair}", "the seed is not a cfg field to set", f"use --seed {value.strip()}")
-        overrides[name.strip()] = value.strip()
+        name, value = name.strip(), value.strip()
+        if name in overrides and overrides[name] != value:     # the last one was kept, silently
+            raise options.refuse(f"--set {name}={overrides[name]} --set {pair}", f"{name} is set twice",
+                                 "give it once")
+        overrides[name] = value
     if dtype is not None:
+        if "dtype" in overrides and overrides["dtype"] != dtype:
+            raise options.refuse(f"--dtype {dtype} --set dtype={overrides['dtype']}", "the dtype is given twice",
+                                 "give --dtype alone")
         overrides["dtype"] = dtype
     return overrides
 
