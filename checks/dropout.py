@@ -61,15 +61,23 @@ def _identity(kind, s, rng, training, label):
             k = int(np.argmax(np.abs(got.astype(np.float64) - want)))
             raise CheckFailure(
                 f"{kind.name}: {label}: {what} must be the identity, but entry {k} is {float(got.flat[k]):.6g}, "
-                f"not {float(want.flat[k]):.6g}" + (
-                    ("; the evaluation forward returned x, but backward still applies the mask of the training "
-                     "call before it: clear it (self.mask = None, or ones) when training is False"
-                     if what == "backward" and np.allclose(out, x, rtol=_tol(out.dtype), atol=0) else
-                     "; dropout only drops (and scales) while training: return x unchanged when training is False "
-                     "(inverted dropout needs no rescaling at evaluation)") if not training else
-                    "; every entry was dropped at p = 0: p is used as the probability of keeping an entry; it is "
-                    "the probability of dropping one" if what == "forward" and not got.any() else
-                    "; with p = 0 nothing is dropped and 1/(1-p) = 1"), {"case": label})
+                f"not {float(want.flat[k]):.6g}; {_identity_hint(what, got, training)}",
+                {"case": label})
+
+
+def _identity_hint(what, got, training):
+    """Why forward or backward is not the identity (evaluation, or p = 0 while training). Backward is judged
+    after forward passed: there, the forward was the identity."""
+    if not training and what == "backward":
+        return ("the evaluation forward returned x, but backward still applies the mask of the training call before "
+                "it: clear it (self.mask = None, or ones) when training is False")
+    if not training:
+        return ("dropout only drops (and scales) while training: return x unchanged when training is False "
+                "(inverted dropout needs no rescaling at evaluation)")
+    if what == "forward" and not got.any():
+        return "every entry was dropped at p = 0: p is used as the probability of keeping an entry; it is the " \
+               "probability of dropping one"
+    return "with p = 0 nothing is dropped and 1/(1-p) = 1"
 
 
 def _training(kind, s, p, rng, rows):

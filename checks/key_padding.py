@@ -17,7 +17,7 @@ from gradlab.contract.kinds import KEY_PADDING
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.harness import describe
 from gradlab.execution.subject import copies
-from gradlab.numerics.tolerance import EPS, computed_eps, tolerance
+from gradlab.numerics.tolerance import computed_dtype, tolerance
 
 
 _HOW = ("set scores[b, :, :, j] = -inf (or -1e9) where key_padding_mask[b, j] is True, before the softmax "
@@ -43,7 +43,7 @@ def key_padding(subject, rng):
     # padded keys change nothing at all: the "repeat" row (same code, same numbers) of gradlab.numerics.tolerance;
     # a padded key may still move the rounding (it is in the row maximum when the mask comes after the softmax),
     # by float32's when the module computes in float32 whatever cfg.dtype says (CONTRACT §6)
-    dtype = np.dtype(np.float32) if computed_eps([base]) > EPS["float64"] else cfg.np_dtype
+    dtype = computed_dtype([base], cfg.np_dtype)
     tol = tolerance("repeat", dtype).allowed(max(float(np.abs(base).max()), 1.0))
     # 1. padded keys: their memory rows must not matter
     moved = copies(inputs)

@@ -12,7 +12,7 @@ from gradlab.contract.errors import CheckFailure, CheckSkipped
 from gradlab.contract.kinds import TOKEN_IDS
 from gradlab.contract.suite import Outcome, check
 from gradlab.numerics.repeatable import require_repeatable
-from gradlab.numerics.tolerance import EPS, computed_eps, tolerance
+from gradlab.numerics.tolerance import computed_dtype, tolerance
 
 STEP = {"float64": 1e-6, "float32": 1e-3}
 MAX_NUMERIC_ROWS = 2                                  # repeated ids checked numerically (each costs 2*D forwards)
@@ -84,7 +84,7 @@ def repeated_ids(subject, rng):
     subject.backward(module, g)
     got = subject.read_grads(slots)[table.name]
     # a float64 gradient of float32 numbers: backward sums in float32 whatever cfg.dtype says (CONTRACT §6)
-    dtype = np.dtype(np.float32) if computed_eps([got]) > EPS["float64"] else cfg.np_dtype
+    dtype = computed_dtype([got], cfg.np_dtype)
     got = got.astype(np.float64)
     tokens, counts = np.unique(ids, return_counts=True)
     repeated = [int(t) for t, c in sorted(zip(tokens, counts), key=lambda tc: -tc[1]) if c > 1]

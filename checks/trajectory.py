@@ -22,7 +22,7 @@ from gradlab.contract.records import curve, table
 from gradlab.execution.calls import Scheduler
 from gradlab.execution.subject import call_scalar
 from gradlab.contract.suite import Outcome, check
-from gradlab.numerics.tolerance import EPS, SAFETY, computed_eps, tolerance
+from gradlab.numerics.tolerance import EPS, SAFETY, computed_dtype, computed_eps, tolerance
 
 STEPS = 6
 # Per parameter: |student - reference| <= rtol * max(1, largest |reference| entry), rtol from the
@@ -534,7 +534,7 @@ def _compare_schedule(subject, steps, got):
     details = {"views": [curve("learning rate per step", {"yours": got, "reference": want}),
                          table("schedule values", rows)]}
     # Python floats are judged as float64 whatever cfg.dtype says; values that are float32 numbers as float32
-    tol = tolerance("schedule", "float32" if computed_eps([np.array(got)]) > EPS["float64"] else "float64").rtol
+    tol = tolerance("schedule", computed_dtype([np.array(got)], "float64")).rtol
     bad = [i for i, e in enumerate(errs) if e > tol]
     if not bad:
         return Outcome(f"{len(steps)} steps (warmup and decay) match the reference", {"steps": len(steps)}, details)

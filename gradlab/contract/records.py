@@ -3,6 +3,7 @@ pytest plugin, the HTML report)."""
 from dataclasses import dataclass, field
 
 PASS, FAIL, ERROR, SKIP = "pass", "fail", "error", "skip"
+PRECONDITION = "smoke"      # the check every other check of a kind runs after (execution/plan.py)
 
 
 # ---- views: what a check shows beside its message ---------------------------
@@ -94,7 +95,7 @@ class KindResult:
         """Every check that applies, beside the precondition (smoke), was skipped (there was at least one), or
         every check was. A check asked for that does not apply to the kind is not counted."""
         applying = [c for c in self.checks if c.metrics.get("applies", True)]
-        beside = [c for c in applying if c.name != "smoke"]
+        beside = [c for c in applying if c.name != PRECONDITION]
         judged = beside if beside else applying
         return bool(judged) and all(c.status == SKIP for c in judged)
 

@@ -61,13 +61,8 @@ def _transposed(kind, name, a, n, context, cfg, what):
 def _token_counts(kind, a, context, cfg):
     """How often each token id occurs in the input, when `a` is a (V, D) table of a
     token kind (None otherwise): the rows the lookup path reaches."""
-    ids = context.get("x")
-    if not kind.has(TOKEN_IDS) or ids is None or a.ndim != 2 or cfg is None or a.shape[0] != cfg.vocab_size:
-        return None
-    ids = np.asarray(ids)
-    if ids.dtype.kind not in "iu":
-        return None
-    return np.bincount(ids.reshape(-1), minlength=a.shape[0])
+    counts = _id_counts(a, context, cfg) if kind.has(TOKEN_IDS) else []
+    return counts[0] if counts else None
 
 
 def _id_counts(a, context, cfg):

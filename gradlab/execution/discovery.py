@@ -241,7 +241,7 @@ class _Search:
                     if _param_field(item) and self._at_build(_param_array(item)):
                         self._entry(obj, f"{prefix}{attr}.{key}", item, None)
                 # arrays kept per head (W_q[h], its gradient in dW_q[h]): a container of the same kind beside it
-                gname = _partner(attr, attrs, type(value))
+                gname = _partner(attr, attrs, dict if isinstance(value, dict) else (list, tuple))
                 if gname and all(isinstance(v, np.ndarray) and v.dtype.kind == "f" and self._at_build(v)
                                  for _, v in items):
                     kind = "dict" if isinstance(value, dict) else "list"

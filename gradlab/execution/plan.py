@@ -27,12 +27,11 @@ from gradlab.contract import options, suite
 from gradlab.contract.config import make_config
 from gradlab.contract.errors import CheckFailure, CheckSkipped, StudentError, UsageError
 from gradlab.contract.kinds import KINDS, get_kind
-from gradlab.contract.records import ERROR, FAIL, PASS, SKIP, CheckRecord, KindResult
+from gradlab.contract.records import ERROR, FAIL, PASS, PRECONDITION, SKIP, CheckRecord, KindResult
 from gradlab.contract.registry import Registration
 from gradlab.execution import harness, loader
 from gradlab.execution.subject import Subject
 
-PRECONDITION = "smoke"
 
 
 def new_seed():

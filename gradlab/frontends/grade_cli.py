@@ -3,6 +3,7 @@
 import dataclasses
 import os
 
+from gradlab.contract import options
 from gradlab.contract.errors import UsageError
 
 COMMANDS = ("grade", "autograder")
@@ -56,7 +57,6 @@ def run(args):
 def cmd_grade(args):
     from gradlab.grading.job import Limits
     from gradlab.grading.run import grade_class
-    from gradlab.contract import options
     if args.workers is not None and args.workers < 1:
         raise options.refuse(f"--workers {args.workers}", "grades no submission at a time", "give 1 or more")
     args.seed = options.check_seed(args.seed)
@@ -78,7 +78,6 @@ def check_out(out, submissions):
     """--out may not be the submissions folder or inside it: the next run would read the grades as students."""
     real, subs = os.path.realpath(out), os.path.realpath(submissions)
     if real == subs or real.startswith(subs + os.sep):
-        from gradlab.contract import options
         raise options.refuse(f"--out {out}", "is inside the submissions folder, where the next run would read the "
                              "grades as submissions", "write them beside it, e.g. --out grades/")
 
@@ -86,7 +85,6 @@ def check_out(out, submissions):
 def check_scheduler(address):
     """--scheduler: a Dask address, tcp://host:port (the scheme may be left out), checked before any grading."""
     from urllib.parse import urlsplit
-    from gradlab.contract import options
     try:
         parts = urlsplit(address if "://" in address else f"tcp://{address}")
         ok = bool(parts.hostname) and parts.port is not None
@@ -100,14 +98,12 @@ def check_scheduler(address):
 def check_wall(seconds):
     """--timeout of `grade`: seconds for a whole submission, > 0 and finite."""
     import math
-    from gradlab.contract import options
     if seconds is not None and not (0 < seconds < math.inf):
         raise options.refuse(f"--timeout {seconds:g}", "a submission needs a finite time limit above 0 s",
                              "e.g. --timeout 300 (seconds for one whole submission)")
 
 
 def cmd_autograder(args):
-    from gradlab.contract import options
     from gradlab.grading.autograder import build
     args.seed = options.check_seed(args.seed)
     check_wall(args.timeout)

@@ -426,7 +426,7 @@ class Engine:
                 continue
             own = float(np.sqrt((products[i] ** 2).sum())) if half else part
             cancel = 1 if half else 4
-            coarser = t.eps / self.eps_analytical if t.eps and t.eps > self.eps_analytical else 1.0
+            coarser = t.eps / self.eps_analytical if t.eps else 1.0     # (t.eps is only set when coarser)
             rounding += coarser * (own + cancel * max(largest, module_max) * norm)
         self._rounding = ((HALF_ROUNDING if half else ANALYTICAL_ROUNDING) * self.eps_analytical * rounding
                           + ANALYTICAL_ROUNDING * self.eps_measured * measured_spread + abs(measured)

@@ -165,6 +165,12 @@ def computed_eps(arrays, full_mantissas=False):
     return EPS["float32"] if exact else EPS["float64"]
 
 
+def computed_dtype(arrays, declared):
+    """The dtype float64 results were computed in, for choosing a tolerance row: float32 when they are all
+    float32 numbers (computed_eps), else `declared` (cfg's dtype, or float64 for Python floats)."""
+    return np.dtype(np.float32) if computed_eps(arrays) > EPS["float64"] else np.dtype(declared)
+
+
 def eps_of(dtype):
     """The rounding unit of a float dtype (float32's for anything else: ints, objects)."""
     try:
