@@ -192,6 +192,25 @@ def test_registering_the_reference_is_refused_in_process_too(name):
         gradlab.check("layernorm", impl=hostile(name), isolate=False, seed=0)
 
 
+@pytest.mark.parametrize("isolate", [True, False])
+@pytest.mark.parametrize("name, method", [("factory_returns_reference", "LayerNorm.forward"),
+                                          ("subclass_reference", "LayerNorm.backward")])
+def test_a_factory_returning_the_reference_is_refused(name, method, isolate):
+    """The factory is the file's own; what it builds runs gradlab's reference methods: not the student's code,
+    whatever the registration rule says to the letter."""
+    result = gradlab.check("layernorm", impl=hostile(name), seed=0, isolate=isolate, limits=LIMITS)
+    first = one_error(result, "build(cfg) returned an object that runs gradlab's own reference implementation",
+                      f"gradlab.modules.layernorm.{method}")
+    assert first.name == "smoke" and not result.passed
+    assert all(c.status == "skip" for c in result.checks[1:])
+
+
+def test_gradlabs_reference_asked_for_by_module_name_passes_through_a_worker():
+    result = gradlab.check("layernorm", impl="gradlab.modules.layernorm", seed=0, isolate=True, limits=LIMITS,
+                           checks=["smoke", "gradient"])
+    assert result.passed, [c.message for c in result.checks]
+
+
 def test_a_timeout_works_off_the_main_thread():
     out = {}
     thread = threading.Thread(target=lambda: out.setdefault("r", check("loop_forward")))

@@ -142,6 +142,22 @@ def is_reference_code(target):
     return module == "gradlab.modules" or module.startswith("gradlab.modules.")
 
 
+def reference_method(obj, names=("forward", "backward", "step", "__call__")):
+    """'gradlab.modules.attention.MultiHeadAttention.forward' when an object a submission built runs one of
+    gradlab's reference methods as its own (a factory returning gradlab's module, or a subclass that overrides
+    nothing); None otherwise, or when the class cannot be read."""
+    try:
+        cls = type(obj)
+        for name in names:
+            fn = getattr(cls, name, None)
+            fn = getattr(fn, "__func__", fn)
+            if fn is not None and is_reference_code(fn):
+                return f"{fn.__module__}.{getattr(fn, '__qualname__', name)}"
+    except Exception:      # a hostile class: judged by its calls
+        pass
+    return None
+
+
 def _refuse_references(regs, name):
     """(registrations that count, {kind: why not}): a registration counts only
     if the registered callable is defined in the submission's own files, not

@@ -126,9 +126,10 @@ class RemoteTraceback(Exception):
 class RemoteFunction:
     """A registered callable in the worker (a factory, a function kind, a param_map)."""
 
-    def __init__(self, session, kind, role, what, signature=None):
+    def __init__(self, session, kind, role, what, signature=None, reference=False):
         self._session, self._kind, self._role, self._what = session, kind, role, what
         self._signature = signature
+        self.reference = reference     # gradlab's own reference code, the worker says (checked as such)
 
     @property
     def __signature__(self):
@@ -168,6 +169,15 @@ class RemoteObject:
 
     def __repr__(self):
         return f"<{type(self).__name__} in gradlab's worker>"
+
+
+def reference_method_of(factory, obj):
+    """What the worker said of an object `factory` built: the gradlab reference method it runs as its own
+    (loader.reference_method, worked out where the object is), or None, as when the factory is gradlab's
+    reference itself."""
+    if getattr(factory, "reference", False) is True:
+        return None
+    return object.__getattribute__(obj, "__dict__").get("_reference_method")
 
 
 class CallableRemoteObject(RemoteObject):
@@ -638,7 +648,10 @@ class Session:
             methods = [c for c in tag.get("c", []) if isinstance(c, str)]
             cls = _remote_class(_name(tag.get("type")), CallableRemoteObject if "__call__" in methods
                                 else RemoteObject)
-            return cls(self, self.generation, tag["r"], methods)
+            obj = cls(self, self.generation, tag["r"], methods)
+            if isinstance(tag.get("ref"), str):
+                object.__setattr__(obj, "_reference_method", tag["ref"][:300])
+            return obj
         if "o" in tag:
             if tag.get("o") == "ndarray":      # an array of a dtype that does not travel (object, str)
                 shape = tag.get("shape")
@@ -1346,7 +1359,8 @@ class RemoteImplementation:
         for reg in info["registrations"]:
             kind = reg["kind"]
             target = RemoteFunction(self.session, kind, "target",
-                                    "build(cfg)" if _is_factory(kind) else f"{kind}(...)", _signature(reg))
+                                    "build(cfg)" if _is_factory(kind) else f"{kind}(...)", _signature(reg),
+                                    reference=reg.get("reference") is True)
             pm = reg.get("param_map")
             if isinstance(pm, dict) and "fn" in pm:
                 param_map = RemoteFunction(self.session, kind, "param_map", "param_map(module, reference_params)",

@@ -13,6 +13,7 @@ import tracemalloc
 import numpy as np
 
 from gradlab.execution.discovery import arrays_at_build, explain, find_slots
+from gradlab.execution.loader import is_reference_code, reference_method
 from gradlab.contract.errors import CheckSkipped, StudentError
 from gradlab.execution.harness import as_float_array, describe, guarded, remote_module
 from gradlab.contract.kinds import SMOOTHING
@@ -74,6 +75,7 @@ class Subject:
             module = self.run("build(cfg)", self.registration.target, self.cfg)
         if module is None:
             raise StudentError("build(cfg) returned None; it must return the module object")
+        self._refuse_reference(module)
         if self.kind.form == "module":
             if not callable(getattr(module, "forward", None)):
                 raise StudentError(f"build(cfg) returned {type(module).__name__}, which has no forward() method")
@@ -90,6 +92,20 @@ class Subject:
             while len(self._build_ids) > 16:     # it keeps the arrays alive: only the recent modules' are needed
                 self._build_ids.pop(next(iter(self._build_ids)))
         return module
+
+    def _refuse_reference(self, built):
+        """A factory of the submission's own that returns gradlab's reference module (or a subclass of it that
+        overrides nothing it is judged on) is refused as a registration of the reference itself is
+        (CONTRACT §4); gradlab's own reference, checked as such, is not."""
+        if self.remote:
+            from gradlab.execution.remote import reference_method_of
+            ref = reference_method_of(self.registration.target, built)
+        else:
+            ref = None if is_reference_code(self.registration.target) else reference_method(built)
+        if ref:
+            raise StudentError(f"build(cfg) returned an object that runs gradlab's own reference implementation "
+                               f"({ref}) as its own, not code of its own; gradlab checks the code you wrote: "
+                               f"build your module from your own class")
 
     def forward(self, module, *inputs, **kwargs):
         """forward(*inputs): the kind's declared inputs, in order (CONTRACT §3). Flags left out

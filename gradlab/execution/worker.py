@@ -38,6 +38,7 @@ from gradlab.execution.protocol import SPIN, Channel, ChannelClosed, Decoder, En
 from gradlab.execution import limits as _limits
 from gradlab.execution.harness import student_frame as _student_frame, student_traceback as _student_traceback
 from gradlab.contract.errors import UsageError as _UsageError
+from gradlab.execution.loader import reference_method as _reference_method
 from gradlab.numerics.engine import holding
 
 import numpy as np
@@ -113,7 +114,11 @@ class State:
                         "mask": enc.encode(np.ma.getmaskarray(obj).view(_ndarray))}
             return enc.encode(obj.view(_ndarray))
         h = self.keep(obj)
-        return {"r": h, "type": _type_name(obj), "c": _callables(obj)}
+        tag = {"r": h, "type": _type_name(obj), "c": _callables(obj)}
+        ref = _reference_method(obj)        # gradlab refuses it unless gradlab's reference is what it checks
+        if ref:
+            tag["ref"] = ref
+        return tag
 
     def decoder(self, header, payload):
         return Decoder(header, payload, self._object_hook, self._array_hook)
@@ -639,7 +644,7 @@ def _load(header, state):
         elif isinstance(param_map, dict):
             param_map = {"dict": {str(k): str(v) for k, v in param_map.items()}}
         regs.append({"kind": kind, "target": h, "where": str(reg.where), "param_map": param_map,
-                     "signature": _signature(reg.target)})
+                     "signature": _signature(reg.target), "reference": loader.is_reference_code(reg.target)})
     return {"name": str(loaded.name), "files": [str(f) for f in loaded.files], "registrations": regs,
             "refused": {str(k): str(v) for k, v in getattr(loaded, "refused", {}).items()}}
 
