@@ -34,6 +34,12 @@ BROKEN = [
     ("bwdvar_block_no_ffn_residual.py", "block", {}, ["residual (skip) path of the FFN sub-layer"]),
     ("bwdvar_block_no_residuals.py", "block", {}, ["skip) paths of both sub-layers"]),
     ("bwdvar_block_attn_gets_upstream.py", "block", {}, ["upstream gradient grad_out instead of dh"]),
+    # layers made of layers: every LayerNorm (or attention) inside with the mistake
+    ("bwdvar_block_ln_no_gamma.py", "block", {}, ["leaves gamma out of LayerNorm's backward"]),
+    ("bwdvar_block_attn_no_jacobian.py", "block", {}, ["`- sum(dA * A)`", "in the attention's backward"]),
+    ("bwdvar_lm_ln_no_variance.py", "lm", {}, ["variance term of LayerNorm's backward"]),
+    ("bwdvar_encoder_ln_no_variance.py", "encoder_layer", {}, ["variance term of LayerNorm's backward"]),
+    ("bwdvar_decoder_ln_no_mean.py", "decoder_layer", {}, ["mean term of LayerNorm's backward"]),
 ]
 
 
@@ -64,7 +70,9 @@ CORRECT = [(None, "attention", "gelu"), (None, "ffn", "gelu"), (None, "ffn", "re
            (None, "block", "relu"), ("red_mod_attention_ok_einsum.py", "attention", "gelu"),
            ("grad_ok_attention_mask_1e9.py", "attention", "gelu"), ("red_mod_ffn_ok_activation.py", "ffn", "gelu"),
            ("red_mod_ffn_ok_activation.py", "ffn", "relu"), ("red_mod_block_ok_nested.py", "block", "gelu"),
-           ("grad_ok_ffn_relu.py", "ffn", "relu")]
+           ("grad_ok_ffn_relu.py", "ffn", "relu"), (None, "lm", "gelu"), (None, "encoder_layer", "relu"),
+           (None, "decoder_layer", "relu"), (None, "seq2seq", "relu"), ("bwdvar_encoder_ok_cs231n.py", "encoder_layer", "relu"),
+           ("art_decoder_ok.py", "decoder_layer", "relu"), ("red_mod_lm_ok_tied.py", "lm", "gelu")]
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -89,12 +97,28 @@ def test_the_variants_are_built_on_the_current_reference_backward(kind):
     cfg = config_for(kind, 0)
     rng = np.random.default_rng(0)
     ref = random_reference(get_kind(kind), cfg, rng)
-    x = get_kind(kind).make_input(cfg, rng)
-    g = rng.standard_normal(ref.forward(x).shape)
+    inputs = get_kind(kind).make_inputs(cfg, rng)
+    g = rng.standard_normal(ref.forward(*inputs).shape)
     right = {"x": ref.backward(g), **{s.name: s.grad().copy() for s in find_slots(ref)}}
-    fixed = {"attention": backward_variants._attn(),
-             "ffn": backward_variants._ffn(lambda r: backward_variants._gelu_tanh_grad(r.h)),
-             "block": backward_variants._block()}[kind]
-    got = {"x": fixed(ref, g), **{s.name: s.grad() for s in find_slots(ref)}}
-    for name, want in right.items():
-        np.testing.assert_allclose(got[name], want, rtol=1e-12, atol=1e-12, err_msg=name)
+    v = backward_variants
+    inside = [v._swapped(), v._attention_inside()]       # every LayerNorm / attention inside, nothing switched
+    fixed = {"attention": [v._attn()], "ffn": [v._ffn(lambda r: v._gelu_tanh_grad(r.h))],
+             "block": [v._block()] + inside, "lm": inside, "encoder_layer": inside[:1],
+             "decoder_layer": inside, "seq2seq": inside}[kind]
+    for run in fixed:
+        got = {"x": run(ref, g), **{s.name: s.grad() for s in find_slots(ref)}}
+        for name, want in right.items():
+            if want is None:                # lm, seq2seq: no input gradient
+                assert got[name] is None
+                continue
+            for a, b in zip(*(w if isinstance(w, tuple) else (w,) for w in (got[name], want))):   # (dx, dmemory)
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=name)
+    assert not any("backward" in vars(layer) for layer in v._layers(ref))      # every patch undone
+
+
+def test_a_variant_of_a_layer_the_module_does_not_have_does_not_apply():
+    """The encoder layer has no causal self-attention object: that variant is ABSENT, not a match."""
+    cfg = config_for("encoder_layer", 0)
+    ref = random_reference(get_kind("encoder_layer"), cfg, np.random.default_rng(0))
+    ref.forward(get_kind("encoder_layer").make_input(cfg, np.random.default_rng(1)))
+    assert backward_variants._attention_inside(jacobian=False)(ref, np.ones((2, 8, 16))) is backward_variants.ABSENT

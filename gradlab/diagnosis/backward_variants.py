@@ -27,15 +27,24 @@ Not covered, on purpose:
 - layernorm: its backward bugs (mean term, variance term, eps) are named by the
   patterns in gradlab.diagnosis.causes already.
 - lm: its usual backward bugs (lookup path without np.add.at, the tied output
-  path missing) are named by gradlab.diagnosis.causes; its blocks are the block's.
+  path missing) are named by gradlab.diagnosis.causes.
+
+Layers made of layers (block, lm, encoder_layer, decoder_layer, seq2seq) get the
+mistakes of their parts: every LayerNorm inside without its mean or variance term
+or gamma (a student writes LayerNorm once and uses it everywhere), every causal
+self-attention inside without the softmax Jacobian's term or dK's transpose. The
+reference's own backward runs with those parts swapped for one call (_swapped,
+_attention_inside), so the wiring is always the reference's. A module whose
+parameters cannot all be put into the reference (extra biases the reference
+lacks) gets no variant, as for any kind.
 """
 import math
+import types
 
 import numpy as np
 
 from gradlab.execution.discovery import find_slots
 from gradlab.contract.errors import CheckFailure, CheckSkipped, StudentError
-from gradlab.contract.kinds import INPUT_GRAD, TOKEN_IDS
 from gradlab.diagnosis.matcher import name_cause
 from gradlab.execution.weights import load_reference, named_params, reference_module, resolve_names
 from gradlab.numerics.tolerance import TABLE, eps_of
@@ -137,6 +146,109 @@ def _block(attn_skip=True, ffn_skip=True, attn_gets=None):
     return run
 
 
+ABSENT = object()     # a variant's run(ref, g) for a module without the layer it changes (None is lm's dx)
+
+
+# ---- layers made of layers: every LayerNorm (or attention) inside with one mistake ---------
+
+def _layernorm_backward(mean_term=True, var_term=True, gamma=True):
+    """layernorm_backward (modules/layernorm.py) with one mistake switched on: the mean term
+    (- mean(dxhat)) or the variance term (- xhat * mean(dxhat * xhat)) left out, or dxhat = grad_out
+    without gamma."""
+    def backward(grad_out, cache, gamma_):
+        xhat, inv_std = cache
+        D = grad_out.shape[-1]
+        dgamma = (grad_out * xhat).reshape(-1, D).sum(axis=0)
+        dbeta = grad_out.reshape(-1, D).sum(axis=0)
+        dxhat = grad_out * gamma_ if gamma else grad_out
+        dx = dxhat
+        if mean_term:
+            dx = dx - dxhat.mean(axis=-1, keepdims=True)
+        if var_term:
+            dx = dx - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
+        return inv_std * dx, dgamma, dbeta
+    return backward
+
+
+def _layers(obj, depth=0):
+    """obj and every reference layer inside it (attributes, and lists of layers), depth first."""
+    yield obj
+    if depth > 6:
+        return
+    for value in vars(obj).values():
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if type(item).__module__.startswith("gradlab.modules.") and hasattr(item, "backward"):
+                yield from _layers(item, depth + 1)
+
+
+def _swapped(**switches):
+    """A variant of a layer made of layers: every layernorm_backward its layers call (the reference's
+    own helper, looked up by name in their backward) is `_layernorm_backward(**switches)` for one backward
+    call. Each patched layer gets a copy of its class's backward with that one name bound otherwise, as an
+    attribute of its own, removed after the call: the reference's code and other modules are untouched.
+    ABSENT (the variant does not apply) when no layer calls it."""
+    replacement = _layernorm_backward(**switches)
+
+    def run(ref, g):
+        patched = []
+        for layer in _layers(ref):
+            fn = getattr(type(layer), "backward", None)
+            code = getattr(fn, "__code__", None)
+            if code is not None and "layernorm_backward" in code.co_names:
+                copy = types.FunctionType(code, {**fn.__globals__, "layernorm_backward": replacement},
+                                          fn.__name__, fn.__defaults__, fn.__closure__)
+                layer.backward = types.MethodType(copy, layer)
+                patched.append(layer)
+        if not patched:
+            return ABSENT
+        try:
+            return ref.backward(g)
+        finally:
+            for layer in patched:
+                del layer.backward
+    return run
+
+
+def _attention_inside(**switches):
+    """A variant of a layer made of layers: every causal self-attention inside runs _attention_backward
+    with `switches` for one backward call. ABSENT when there is none."""
+    def run(ref, g):
+        patched = [layer for layer in _layers(ref) if layer is not ref and type(layer).__name__ == "CausalSelfAttention"]
+        if not patched:
+            return ABSENT
+        for layer in patched:
+            layer.backward = (lambda a: lambda grad: _attention_backward(a, grad, **switches))(layer)
+        try:
+            return ref.backward(g)
+        finally:
+            for layer in patched:
+                del layer.backward
+    return run
+
+
+_LAYERNORM_VARIANTS = [
+    ("leaves out the variance term of LayerNorm's backward (in every LayerNorm of the layer): "
+     "dx = (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) / sqrt(var + eps) with dxhat = grad_out * gamma; "
+     "the variance depends on every x in the row, hence the last term", _swapped(var_term=False)),
+    ("leaves out the mean term of LayerNorm's backward (in every LayerNorm of the layer): "
+     "dx = (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) / sqrt(var + eps) with dxhat = grad_out * gamma; "
+     "the mean depends on every x in the row, hence - mean(dxhat)", _swapped(mean_term=False)),
+    ("treats LayerNorm's mean and variance as constants (in every LayerNorm of the layer): dx = dxhat / sqrt(var "
+     "+ eps) leaves out both - mean(dxhat) and - xhat * mean(dxhat * xhat), with dxhat = grad_out * gamma",
+     _swapped(mean_term=False, var_term=False)),
+    ("leaves gamma out of LayerNorm's backward (in every LayerNorm of the layer): dxhat = grad_out * gamma, "
+     "then dx = (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) / sqrt(var + eps)", _swapped(gamma=False)),
+]
+
+_ATTENTION_INSIDE_VARIANTS = [
+    ("leaves out the `- sum(dA * A)` term of the softmax Jacobian in the attention's backward: "
+     "dscores = A * (dA - sum(dA * A, axis=-1)), not A * dA (every weight in a row depends on every score "
+     "in that row through the normalisation)", _attention_inside(jacobian=False)),
+    ("computes the attention's dK as dscores @ q without the transpose (square T x T scores make the shapes "
+     "fit either way): scores = q @ k^T, so dK = dscores^T @ q", _attention_inside(dk_transposed=False)),
+]
+
+
 VARIANTS = {
     "attention": [
         ("leaves out the `- sum(dA * A)` term of the softmax Jacobian: the softmax backward is "
@@ -180,7 +292,11 @@ VARIANTS = {
         ("feeds the attention branch the block's upstream gradient grad_out instead of dh, the gradient at "
          "h = x + attn(ln1(x)) (which includes the FFN's contribution): dL/dx = dh + ln1.backward(attn.backward(dh))",
          _block(attn_gets="g")),
-    ],
+    ] + _LAYERNORM_VARIANTS + _ATTENTION_INSIDE_VARIANTS,
+    "lm": _LAYERNORM_VARIANTS + _ATTENTION_INSIDE_VARIANTS,
+    "encoder_layer": _LAYERNORM_VARIANTS,
+    "decoder_layer": _LAYERNORM_VARIANTS + _ATTENTION_INSIDE_VARIANTS,
+    "seq2seq": _LAYERNORM_VARIANTS + _ATTENTION_INSIDE_VARIANTS,
 }
 
 
@@ -216,7 +332,8 @@ def compare(subject, tensors, context, stop_below=None, tol=None):
     variants = VARIANTS.get(kind.name)
     if not variants or context.get("g") is None:
         return None
-    params = [t for t in tensors if not (t.name == "x" and kind.has(INPUT_GRAD))]
+    inputs = [spec.name for spec in kind.grad_inputs()]      # the tensors that are input gradients
+    params = [t for t in tensors if t.name not in inputs]
     ref = reference_module(kind, cfg.replace(dtype="float64"))
     ref_params = named_params(ref)
     names = list(ref_params)
@@ -229,18 +346,23 @@ def compare(subject, tensors, context, stop_below=None, tol=None):
         flat[index[t.name]] = t.array
     for n, a, b in zip(names, starts[:-1], starts[1:]):
         ref_params[n][...] = flat[a:b].reshape(ref_params[n].shape)
-    x = np.asarray(context["x"])
+    args = tuple(a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
+                 for a in context.get("inputs", (context["x"],)))
     g = np.asarray(context["g"], dtype=np.float64)
     grad_of = {slot.name: slot for slot in find_slots(ref)}
 
     def error(run):
-        dx = run(ref, g)
-        if dx is None and kind.has(INPUT_GRAD):
+        out = run(ref, g)
+        if out is ABSENT or (out is None and inputs):
             return None
+        out = out if len(inputs) > 1 else (out,)
+        if len(out) != len(inputs) and inputs:
+            return None
+        dxs = dict(zip(inputs, out))
         grads = np.concatenate([np.asarray(grad_of[n].grad(), dtype=np.float64).reshape(-1) for n in names])
         worst = 0.0
         for t in tensors:
-            want = dx if t.name == "x" and kind.has(INPUT_GRAD) else grads[index[t.name]]
+            want = dxs[t.name] if t.name in dxs else grads[index[t.name]]
             want = np.asarray(want, dtype=np.float64)
             if want.shape != t.analytical.shape:
                 return None
@@ -250,7 +372,7 @@ def compare(subject, tensors, context, stop_below=None, tol=None):
 
     try:
         with np.errstate(all="ignore"):
-            ref.forward(x if kind.has(TOKEN_IDS) else x.astype(np.float64))
+            ref.forward(*args)
             right = error(lambda r, gg: r.backward(gg))
             if right is None:
                 return None
