@@ -34,6 +34,7 @@ BROKEN = [
     ("bwdvar_block_no_ffn_residual.py", "block", {}, ["residual (skip) path of the FFN sub-layer"]),
     ("bwdvar_block_no_residuals.py", "block", {}, ["skip) paths of both sub-layers"]),
     ("bwdvar_block_attn_gets_upstream.py", "block", {}, ["upstream gradient grad_out instead of dh"]),
+    ("bwdvar_linear_torch_dx_transposed.py", "linear", {}, ["input gradient with the weight the wrong way round"]),
     # layers made of layers: every LayerNorm (or attention) inside with the mistake
     ("bwdvar_block_ln_no_gamma.py", "block", {}, ["leaves gamma out of LayerNorm's backward"]),
     ("bwdvar_block_attn_no_jacobian.py", "block", {}, ["`- sum(dA * A)`", "in the attention's backward"]),
@@ -70,7 +71,7 @@ CORRECT = [(None, "attention", "gelu"), (None, "ffn", "gelu"), (None, "ffn", "re
            (None, "block", "relu"), ("red_mod_attention_ok_einsum.py", "attention", "gelu"),
            ("grad_ok_attention_mask_1e9.py", "attention", "gelu"), ("red_mod_ffn_ok_activation.py", "ffn", "gelu"),
            ("red_mod_ffn_ok_activation.py", "ffn", "relu"), ("red_mod_block_ok_nested.py", "block", "gelu"),
-           ("grad_ok_ffn_relu.py", "ffn", "relu"), (None, "lm", "gelu"), (None, "encoder_layer", "relu"),
+           ("grad_ok_ffn_relu.py", "ffn", "relu"), (None, "lm", "gelu"), ("bwdvar_linear_torch_ok.py", "linear", "gelu"), (None, "encoder_layer", "relu"),
            (None, "decoder_layer", "relu"), (None, "seq2seq", "relu"), ("bwdvar_encoder_ok_cs231n.py", "encoder_layer", "relu"),
            ("art_decoder_ok.py", "decoder_layer", "relu"), ("red_mod_lm_ok_tied.py", "lm", "gelu")]
 
@@ -102,7 +103,7 @@ def test_the_variants_are_built_on_the_current_reference_backward(kind):
     right = {"x": ref.backward(g), **{s.name: s.grad().copy() for s in find_slots(ref)}}
     v = backward_variants
     inside = [v._swapped(), v._attention_inside()]       # every LayerNorm / attention inside, nothing switched
-    fixed = {"attention": [v._attn()], "ffn": [v._ffn(lambda r: v._gelu_tanh_grad(r.h))],
+    fixed = {"linear": [], "attention": [v._attn()], "ffn": [v._ffn(lambda r: v._gelu_tanh_grad(r.h))],
              "block": [v._block()] + inside, "lm": inside, "encoder_layer": inside[:1],
              "decoder_layer": inside, "seq2seq": inside}[kind]
     for run in fixed:

@@ -86,6 +86,15 @@ def _attn(**switches):
     return lambda ref, g: _attention_backward(ref, g, **switches)
 
 
+# ---- linear: the input gradient through the weight the wrong way round ---------------
+
+def _linear_dx_transposed(ref, g):
+    """Linear.backward (modules/linear.py), but dx = grad_out @ weight: only a square weight makes it fit."""
+    ref.backward(g)
+    weight = ref.params["weight"]
+    return g @ weight if weight.shape[0] == weight.shape[1] else ABSENT
+
+
 # ---- ffn: the reference backward with another activation derivative ---------------
 
 _C = math.sqrt(2 / math.pi)
@@ -250,6 +259,11 @@ _ATTENTION_INSIDE_VARIANTS = [
 
 
 VARIANTS = {
+    "linear": [
+        ("computes the input gradient with the weight the wrong way round (a square weight makes the shapes fit "
+         "either way): for out = x @ W, dx = grad_out @ W^T; in PyTorch's layout, out = x @ weight.T, "
+         "dx = grad_out @ weight", _linear_dx_transposed),
+    ],
     "attention": [
         ("leaves out the `- sum(dA * A)` term of the softmax Jacobian: the softmax backward is "
          "dscores = A * (dA - sum(dA * A, axis=-1)), not A * dA (every weight in a row depends on every score "
