@@ -77,7 +77,8 @@ def build_parser():
                    help="write a self-contained HTML report (default: reports/KIND.html, reports/all.html)")
     c.add_argument("--explore", type=int, metavar="N",
                    help="run the checks on N configurations drawn by Hypothesis (T = 1, H = 1, d_k = 1, "
-                        "T = max_len, float32...); a failure is shrunk to the smallest configuration showing it")
+                        "T = max_len, float32...); a failure is shrunk to the smallest configuration showing it; "
+                        "one kind, no --json or --report")
     c.add_argument("-v", "--verbose", action="store_true", help="details of every check; tracebacks on errors")
 
     sub.add_parser("list", help="the kinds, and which checks apply to each",
