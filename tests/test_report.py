@@ -60,7 +60,7 @@ def test_self_contained_and_failures_first(render):
     assert "<script" not in html and "<link" not in html
     assert html.index('id="failures"') < html.index('id="summary"') < html.index('id="details"')
     assert html.count("data:image/png;base64,") == 4      # three heatmaps and one curve
-    assert "gradlab check all --seed 7" in html and "2 of 6 checks failed" in html
+    assert "gradlab check all --seed 7" in html and "2 of 6 checks did not pass" in html
     # every view type is shown: unknown types and non-view details as text, never dropped
     for words in ("a view type this report does not know", "traceback", "line 3 in backward",
                   "transposed", "per tensor", "largest error"):
