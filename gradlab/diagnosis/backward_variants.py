@@ -190,49 +190,49 @@ def _layers(obj, depth=0):
                 yield from _layers(item, depth + 1)
 
 
-def _swapped(**switches):
-    """A variant of a layer made of layers: every layernorm_backward its layers call (the reference's
-    own helper, looked up by name in their backward) is `_layernorm_backward(**switches)` for one backward
-    call. Each patched layer gets a copy of its class's backward with that one name bound otherwise, as an
-    attribute of its own, removed after the call: the reference's code and other modules are untouched.
-    ABSENT (the variant does not apply) when no layer calls it."""
-    replacement = _layernorm_backward(**switches)
-
+def _inside(replace):
+    """A variant of a layer made of layers: ref.backward(g) with the backward of each layer inside it that
+    replace(layer) gives one for (None: left alone) swapped for that one, for this call only (an attribute
+    of the layer's own, removed after it: the reference's classes, and other modules, are untouched).
+    ABSENT (the variant does not apply) when no layer gets one."""
     def run(ref, g):
-        patched = []
-        for layer in _layers(ref):
-            fn = getattr(type(layer), "backward", None)
-            code = getattr(fn, "__code__", None)
-            if code is not None and "layernorm_backward" in code.co_names:
-                copy = types.FunctionType(code, {**fn.__globals__, "layernorm_backward": replacement},
-                                          fn.__name__, fn.__defaults__, fn.__closure__)
-                layer.backward = types.MethodType(copy, layer)
-                patched.append(layer)
+        patched = [(layer, fn) for layer in _layers(ref) for fn in [replace(layer)] if fn is not None]
         if not patched:
             return ABSENT
+        for layer, fn in patched:
+            layer.backward = fn
         try:
             return ref.backward(g)
         finally:
-            for layer in patched:
+            for layer, _ in patched:
                 del layer.backward
     return run
+
+
+def _swapped(**switches):
+    """Every layernorm_backward the layers call (the reference's own helper, looked up by name in their
+    backward) is `_layernorm_backward(**switches)`: the layer runs a copy of its class's backward with
+    that one name bound otherwise."""
+    replacement = _layernorm_backward(**switches)
+
+    def replace(layer):
+        fn = getattr(type(layer), "backward", None)
+        code = getattr(fn, "__code__", None)
+        if code is None or "layernorm_backward" not in code.co_names:
+            return None
+        copy = types.FunctionType(code, {**fn.__globals__, "layernorm_backward": replacement},
+                                  fn.__name__, fn.__defaults__, fn.__closure__)
+        return types.MethodType(copy, layer)
+    return _inside(replace)
 
 
 def _attention_inside(**switches):
-    """A variant of a layer made of layers: every causal self-attention inside runs _attention_backward
-    with `switches` for one backward call. ABSENT when there is none."""
-    def run(ref, g):
-        patched = [layer for layer in _layers(ref) if layer is not ref and type(layer).__name__ == "CausalSelfAttention"]
-        if not patched:
-            return ABSENT
-        for layer in patched:
-            layer.backward = (lambda a: lambda grad: _attention_backward(a, grad, **switches))(layer)
-        try:
-            return ref.backward(g)
-        finally:
-            for layer in patched:
-                del layer.backward
-    return run
+    """Every causal self-attention inside runs _attention_backward with `switches`."""
+    def replace(layer):
+        if type(layer).__name__ != "CausalSelfAttention":
+            return None
+        return lambda grad: _attention_backward(layer, grad, **switches)
+    return _inside(replace)
 
 
 _LAYERNORM_VARIANTS = [
