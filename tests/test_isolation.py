@@ -205,6 +205,17 @@ def test_a_factory_returning_the_reference_is_refused(name, method, isolate):
     assert all(c.status == "skip" for c in result.checks[1:])
 
 
+@pytest.mark.parametrize("isolate", [True, False])
+def test_a_function_that_passes_the_call_on_to_the_reference_is_refused(isolate):
+    with pytest.raises(gradlab.UsageError, match=r"calls gradlab's own reference implementation of it "
+                                                 r"\(gradlab\.modules\.functional\.softmax\)"):
+        gradlab.check("softmax", impl=hostile("softmax_calls_reference"), seed=0, isolate=isolate, limits=LIMITS)
+    # another kind's reference, borrowed as a helper, is code of the student's own kind: it counts
+    result = gradlab.check("cross_entropy", impl=hostile("cross_entropy_borrows_softmax"), seed=0, isolate=isolate,
+                           limits=LIMITS)
+    assert result.passed, [c.message for c in result.checks if c.status != "pass"]
+
+
 def test_gradlabs_reference_asked_for_by_module_name_passes_through_a_worker():
     result = gradlab.check("layernorm", impl="gradlab.modules.layernorm", seed=0, isolate=True, limits=LIMITS,
                            checks=["smoke", "gradient"])

@@ -8,6 +8,7 @@ import inspect
 import os
 import pkgutil
 import sys
+import types
 from dataclasses import dataclass, field
 
 from gradlab.contract.errors import UsageError
@@ -158,17 +159,47 @@ def reference_method(obj, names=("forward", "backward", "step", "__call__")):
     return None
 
 
+def calls_reference(target, kind):
+    """'gradlab.modules.functional.softmax' when `target`, a function, calls gradlab's reference for the same
+    kind by name (`return softmax_ref(x)`, `return functional.softmax(x)`, in nested functions too); None
+    otherwise. Read from its code's names: a wrapper that only passes the call on to the reference."""
+    fn = getattr(target, "func", target)
+    code, names_of = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
+    if not isinstance(code, types.CodeType) or not isinstance(names_of, dict):
+        return None
+    names, stack = set(), [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    found = [names_of.get(n) for n in names]
+    found += [getattr(m, n, None) for m in list(found) if isinstance(m, types.ModuleType)
+              and (m.__name__ + ".").startswith("gradlab.modules.") for n in names]
+    for obj in found:
+        tags = getattr(obj, "__gradlab__", None) if callable(obj) and is_reference_code(obj) else None
+        if isinstance(tags, (list, tuple)) and any(getattr(t, "kind", None) == kind for t in tags):
+            return f"{obj.__module__}.{getattr(obj, '__qualname__', kind)}"
+    return None
+
+
 def _refuse_references(regs, name):
     """(registrations that count, {kind: why not}): a registration counts only
     if the registered callable is defined in the submission's own files, not
-    imported or re-exported from gradlab's reference modules."""
+    imported or re-exported from gradlab's reference modules; a function kind's
+    function that calls the reference for that kind does not count either."""
+    from gradlab.contract.kinds import KINDS
     kept, refused = [], {}
     for reg in regs:
+        wraps = reg.kind in KINDS and KINDS[reg.kind].form == "function" and calls_reference(reg.target, reg.kind)
         if is_reference_code(reg.target):
             where = getattr(getattr(reg.target, "func", reg.target), "__module__", "gradlab.modules")
             refused[reg.kind] = (f"{name} registers {reg.kind!r} with gradlab's own reference implementation "
                                  f"({where}), imported or re-exported, not code of its own; gradlab checks "
                                  f"the code you wrote: register a factory defined in your file")
+        elif wraps:
+            refused[reg.kind] = (f"{name} registers {reg.kind!r} with a function that calls gradlab's own reference "
+                                 f"implementation of it ({wraps}), not code of its own; gradlab checks the code you "
+                                 f"wrote: compute it in your function")
         else:
             kept.append(reg)
     refused = {k: v for k, v in refused.items() if k not in {r.kind for r in kept}}
