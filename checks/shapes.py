@@ -10,6 +10,7 @@ from gradlab.execution.harness import describe
 from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILITIES, TIED_HEAD, same_layout
 from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
+from gradlab.execution.weights import plural_match
 
 
 def _shape(value):
@@ -142,6 +143,10 @@ def _param_rows(subject, module, slots, rows, notes):
     expected = kind.param_shapes(cfg)
     param_map = subject.registration.param_map
     mapping = param_map if isinstance(param_map, dict) else {}
+    named = {s.name for s in slots} | set(mapping.values())
+    # nnfs-style plurals (weights, biases): matched as the reference check matches them
+    mapping = {**plural_match({s.name: s.value.shape for s in slots if s.name not in expected and s.name not in mapping},
+                              {n: e for n, e in expected.items() if n not in named}), **mapping}
     matched = set()
     unmatched = []
     for slot in slots:

@@ -114,6 +114,22 @@ def test_reference_names_under_a_prefix_of_their_own_are_matched():
         resolve_names("block", twice, ref)
 
 
+def test_plural_names_and_a_leading_axis_of_one_are_matched():
+    """nnfs-style Layer_Dense: weights and biases (1, n), with dweights / dbiases beside them."""
+    ref = {"weight": (4, 4), "bias": (4,)}
+    assert resolve_names("linear", {"weights": (4, 4), "biases": (1, 4)}, ref) == {"weights": "weight",
+                                                                                 "biases": "bias"}
+    # a square weight and a (1, n) bias under other names: told apart by shape once the 1 is dropped
+    assert resolve_names("linear", {"W": (4, 6), "b": (1, 6)}, {"weight": (4, 6), "bias": (6,)}) == \
+        {"W": "weight", "b": "bias"}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_an_nnfs_style_dense_layer_passes_every_check(run, zoo, all_pass, dtype):
+    for seed in range(3):
+        all_pass(run("linear", zoo("ref_ok_linear_nnfs_dense.py"), seed=seed, dtype=dtype), seed)
+
+
 @pytest.mark.parametrize("theirs, param_map, words", [
     ({"a": (4,), "b": (4,)}, None, ["cannot tell which", "param_map"]),
     ({"gamma": (4,), "beta": (4,)}, {"gama": "gamma"}, ["'gama'", "not one of the module's parameters"]),

@@ -67,6 +67,8 @@ def resolve_names(kind_name, theirs, reference, param_map=None):
     mapping = {name: name for name in theirs if name in reference}
     mapping.update(_suffix_match({n: s for n, s in theirs.items() if n not in mapping},
                                  {n: s for n, s in reference.items() if n not in mapping.values()}))
+    mapping.update(plural_match({n: s for n, s in theirs.items() if n not in mapping},
+                                 {n: s for n, s in reference.items() if n not in mapping.values()}))
     left = {n: s for n, s in theirs.items() if n not in mapping}
     left_ref = {n: s for n, s in reference.items() if n not in mapping.values()}
     if left:
@@ -86,6 +88,24 @@ def _suffix_match(theirs, reference):
     layout, and nothing else of either side pairs with either of the two."""
     pairs = [(n, r) for n, shape in theirs.items() for r, ref_shape in reference.items()
              if n.endswith("." + r) and same_layout(shape, ref_shape)]
+    return {n: r for n, r in pairs
+            if sum(1 for m, q in pairs if m == n) == 1 and sum(1 for m, q in pairs if q == r) == 1}
+
+
+def _squeezed(shape):
+    shape = tuple(shape)
+    while shape[:1] == (1,) and len(shape) > 1:
+        shape = shape[1:]
+    return shape
+
+
+def plural_match(theirs, reference):
+    """{their name: reference name} where their name is the reference's in the plural ("weights", "biases":
+    nnfs-style Layer_Dense), under a prefix of their own or not, of the same layout, and pairing uniquely."""
+    def plural(n, r):
+        return any(n == r + end or n.endswith("." + r + end) for end in ("s", "es"))
+    pairs = [(n, r) for n, shape in theirs.items() for r, ref_shape in reference.items()
+             if plural(n, r) and same_layout(shape, ref_shape)]
     return {n: r for n, r in pairs
             if sum(1 for m, q in pairs if m == n) == 1 and sum(1 for m, q in pairs if q == r) == 1}
 
@@ -111,7 +131,10 @@ def _complete(kind_name, mapping, theirs, reference):
 
 
 def _unique_shape_match(left, left_ref):
-    """{their: ref} when every shape on both sides is unique and they pair up."""
+    """{their: ref} when every shape on both sides is unique and they pair up (leading axes of length 1
+    aside: a (1, n) bias is the reference's (n,), kinds.same_layout)."""
+    left = {n: _squeezed(s) for n, s in left.items()}
+    left_ref = {n: _squeezed(s) for n, s in left_ref.items()}
     shapes, ref_shapes = list(left.values()), list(left_ref.values())
     if len(set(shapes)) != len(shapes) or len(set(ref_shapes)) != len(ref_shapes):
         return None
