@@ -7,6 +7,7 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure
 from gradlab.contract.kinds import CHUNKED, DIFFERENTIABLE, OPTIMIZER, PROBABILITIES
+from gradlab.checks.trajectory import OTHER_DECAY
 from gradlab.execution.calls import accepts, call_chunked
 from gradlab.execution.subject import IGNORE_INDEX, call_cross_entropy, call_softmax, takes_ignore_index, with_ignored
 from gradlab.contract.suite import Outcome, check
@@ -108,14 +109,19 @@ def input_mutation(subject, rng):
 
 def _optimizer(subject, rng, watch):
     """Two steps: neither may change the grads it was given, and step 2 may not
-    change step 1's grads (an optimizer keeping the caller's array as its buffer)."""
-    optimizer = subject.build()
-    params = {"w": rng.standard_normal((3, 4)), "b": rng.standard_normal(4)}
-    for step in (1, 2):
-        grads = {k: watch.keep(f"grads[{k!r}] (given to step {step})", rng.standard_normal(v.shape))
-                 for k, v in params.items()}
-        subject.step(optimizer, params, grads)
-        watch.verify(f"step {step} (step(params, grads))",
-                     "step must only update params; compute with new arrays (g = g + wd * p, not g += wd * p), "
-                     "and copy a gradient before keeping it as a buffer (self.m[k] = g.copy())")
-    return Outcome("two steps leave the caller's gradient arrays unchanged", {"arrays": len(watch.kept)})
+    change step 1's grads (an optimizer keeping the caller's array as its buffer). With the cfg's
+    weight_decay, then with weight decay on when the cfg's is 0 (g += wd * p edits the caller's
+    gradient only when there is a decay to add)."""
+    decays = [subject.cfg.weight_decay] + ([OTHER_DECAY] if subject.cfg.weight_decay == 0 else [])
+    for decay in decays:
+        optimizer = subject.with_cfg(subject.cfg.replace(weight_decay=decay)).build()
+        params = {"w": rng.standard_normal((3, 4)), "b": rng.standard_normal(4)}
+        for step in (1, 2):
+            grads = {k: watch.keep(f"grads[{k!r}] (given to step {step})",
+                                   rng.standard_normal(v.shape)) for k, v in params.items()}
+            subject.step(optimizer, params, grads)
+            watch.verify(f"step {step} (step(params, grads)) with weight_decay={decay:g}",
+                         "step must only update params; compute with new arrays (g = g + wd * p, not g += wd * p), "
+                         "and copy a gradient before keeping it as a buffer (self.m[k] = g.copy())")
+    return Outcome(f"two steps leave the caller's gradient arrays unchanged (weight_decay "
+                   f"{' and '.join(f'{d:g}' for d in decays)})", {"arrays": len(watch.kept)})

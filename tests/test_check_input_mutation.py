@@ -46,6 +46,8 @@ def test_correct_variants_pass(run, zoo, kind, name):
      ["adamw", "step 1", "changed the caller's grads['w'] (given to step 1)", "not g += wd * p"]),
     ("sgd", "input_mutation_bad_sgd_buffer_alias.py",
      ["sgd", "step 2", "grads['w'] (given to step 1)", "g.copy()"]),
+    ("sgd", "input_mutation_bad_sgd_decay_inplace.py",      # the default weight_decay is 0: moved to catch it
+     ["sgd", "step 1 (step(params, grads)) with weight_decay=0.01", "not g += wd * p"]),
     ("chunked_attention", "input_mutation_bad_chunked_scale_inplace.py",
      ["chunked_attention(Q, K, V, chunk_size=2) changed the caller's Q", "not Q /= ..."]),
 ])
