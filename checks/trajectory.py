@@ -410,10 +410,20 @@ def _clip(subject, rng):
         grads = [rng.standard_normal(s) for s in CLIP_SHAPES]
         norm = math.sqrt(sum(float((g * g).sum()) for g in grads))
         grads = [(g * factor * cfg.max_norm / norm).astype(cfg.np_dtype) for g in grads]
-        theirs = [g.copy() for g in grads]
+        given = [g.copy() for g in grads]
+        theirs = list(given)      # the caller's arrays are `given`: the list's elements may be rebound
         ours = [g.astype(np.float64) for g in grads]
         returned = call_scalar(subject, "clip_grad_norm(grads, max_norm)", theirs, cfg.max_norm)
         expected = ref(ours, cfg.max_norm)
+        rebound = [i for i, (a, b) in enumerate(zip(given, theirs)) if a is not b]
+        if rebound and _arrays_off(theirs, ours) <= tol < _arrays_off(given, ours):
+            raise CheckFailure(
+                f"clip_grad_norm: call {k + 1}: grads[{rebound[0]}] was replaced in the list by a new array "
+                f"({len(rebound)} of {len(given)} replaced, e.g. grads[i] = g * scale): the list holds clipped values "
+                "but the arrays the caller gave (a model's gradient arrays, held elsewhere too) are not clipped; "
+                "scale each array in place: g *= scale", {"call": k + 1, "max_norm": cfg.max_norm},
+                {"views": [table("clip_grad_norm calls", rows)]})
+        theirs = given
         series["returned"].append(returned)
         series["reference"].append(expected)
         r_err = abs(returned - expected) / max(abs(expected), 1e-12)
@@ -445,6 +455,11 @@ def _clip(subject, rng):
                          curve("returned norm vs reference", series, xlabel="call")]}
     return Outcome(f"{len(CLIP_NORMS)} calls (norms above and below max_norm) match: global norm returned before "
                    "clipping, grads scaled in place", {"calls": len(CLIP_NORMS)}, details)
+
+
+def _arrays_off(xs, ys):
+    """The worst relative difference between two lists of arrays (each against ys' largest entry)."""
+    return max(float(np.abs(x - y).max()) / max(float(np.abs(y).max()), 1e-12) for x, y in zip(xs, ys))
 
 
 def _clip_hint(grads, max_norm, returned, theirs, tol):

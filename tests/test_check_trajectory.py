@@ -30,6 +30,8 @@ def test_reference_passes(run, kind, dtype):
     ("sgd", "traj_sgd_no_momentum.py", ["after step 2", "momentum buffer is missing"]),
     ("sgd", "traj_params_rebind.py", ["replaced params['bias']", "in place"]),
     ("clip_grad_norm", "traj_clip_rebind.py", ["call 1", "not changed in place", "g *= scale"]),
+    ("clip_grad_norm", "traj_clip_rebind_elements.py", ["call 1", "grads[0] was replaced in the list by a new array",
+                                                        "g *= scale"]),
     ("clip_grad_norm", "traj_clip_after.py", ["returned 0.99", "norm after clipping"]),
     ("clip_grad_norm", "traj_clip_per_tensor.py", ["its own norm", "global norm"]),
     ("schedule", "traj_schedule_from0.py", ["step 1", "counted from 0"]),
