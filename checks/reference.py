@@ -86,8 +86,9 @@ def _module(subject, rng):
     details = {"views": [table("per-output error (relative to the output's scale)", rows),
                          _heatmap(got, want, rows[0])]}
     if rows[0]["ok"]:
+        moved = _moved_fields(subject, rng)
         return Outcome(f"matches the reference to {rows[0]['error']:.1e} of its scale ({tol.describe()}); "
-                       f"weights copied {how}", metrics, details)
+                       f"weights copied {how}" + (f"; and again with {moved}" if moved else ""), metrics, details)
     r = rows[0]
     where = _where(r["worst"], ["batch", "time", "vocab" if kind.name == "lm" else "dim"])
     hint = _explain(kind, cfg, ref, x if len(inputs) == 1 else _in_float64(kind, subject.complete(inputs)),
@@ -98,6 +99,66 @@ def _module(subject, rng):
         f"got {tg}, reference {tr} (|diff| {r['abs_error']:.2e}, allowed {r['allowed']:.1e}: {tol.describe()} "
         f"of the output scale {r['scale']:.3g}){attn_note}" + (f"; {hint}" if hint else ""),
         metrics, details)
+
+
+def _other_heads(cfg):
+    """Another head count that divides d_model (None when there is none)."""
+    return next((h for h in (2 * cfg.num_heads, cfg.num_heads // 2, 1)
+                 if h >= 1 and h != cfg.num_heads and cfg.d_model % h == 0), None)
+
+
+# cfg fields a module must read from cfg, each with another value to check it at: a module that hard-codes
+# the default (LayerNorm(d, eps=1e-5), num_heads = 2) matches the reference at the default only
+MOVED = {"eps": lambda cfg: 0.1 if cfg.eps != 0.1 else 0.01, "num_heads": _other_heads}
+
+
+def _moved_fields(subject, rng):
+    """After a match at cfg: the same comparison with each field of MOVED at its other value, for the fields
+    the reference's output depends on (moving it alone moves the reference's output). Fails naming the field;
+    returns the words for the fields checked ("eps = 0.1, num_heads = 4") or ""."""
+    kind, cfg = subject.kind, subject.cfg
+    checked = []
+    for field, other in MOVED.items():
+        value = other(cfg)
+        if value is None:
+            continue
+        moved_cfg = cfg.replace(**{field: value})
+        ref = random_reference(kind, cfg, rng, dtype="float64")
+        inputs = subject.make_inputs(rng)
+        args = _in_float64(kind, subject.complete(inputs))
+        base = ref.forward(*args)
+        moved_ref = random_reference(kind, moved_cfg, np.random.default_rng(0), dtype="float64")
+        ref_params = named_params(ref)
+        try:
+            for name, array in named_params(moved_ref).items():
+                array[...] = ref_params[name]
+        except (KeyError, ValueError):       # the field moves the reference's shapes: compared as they are
+            moved_ref = random_reference(kind, moved_cfg, rng, dtype="float64")
+        want = moved_ref.forward(*args)
+        if want.shape == base.shape and np.allclose(want, base, rtol=1e-9, atol=0):
+            continue                          # the reference does not read it: nothing to tell
+        second = subject.with_cfg(moved_cfg)
+        module, slots = second.fresh(rng, randomize=False)
+        load_reference(second, module, slots, {n: v.astype(cfg.np_dtype) for n, v in named_params(moved_ref).items()})
+        out = second.forward(module, *copies(inputs))
+        tol = _tolerance(moved_cfg, out, *[sl.value for sl in slots])
+        row = _row("output", out.astype(np.float64), want, tol)
+        checked.append(f"{field} = {value:g}")
+        if row["ok"]:
+            continue
+        base_row = _row("output", out.astype(np.float64), base, tol)
+        tg, tr = distinct(row["got"], row["reference"])
+        cause = (f"your output is the reference's at {field} = {getattr(cfg, field):g}: build(cfg) does not pass "
+                 f"cfg.{field} on (its {field} is hard-coded, in the module or in build)" if base_row["ok"] else
+                 f"does build(cfg) pass cfg.{field} on to every part of the module?")
+        raise CheckFailure(
+            f"{kind.name}: forward matches gradlab's reference at {field} = {getattr(cfg, field):g}, but with "
+            f"cfg.{field} = {value:g} it differs: worst at "
+            f"{_where(row['worst'], ['batch', 'time', 'vocab' if kind.name == 'lm' else 'dim'])}: got {tg}, "
+            f"reference {tr} (|diff| {row['abs_error']:.2e}, allowed {row['allowed']:.1e}); {cause}",
+            {"max_error": row["error"], "tolerance": row["tolerance"], "field": field, "value": value},
+            {"views": [table(f"output error with {field} = {value:g}", [row])]})
+    return ", ".join(checked)
 
 
 def _in_float64(kind, inputs):

@@ -398,7 +398,9 @@ OPTIMIZER_VARIANTS = {
 # ---- gradient clipping --------------------------------------------------------------
 
 CLIP_SHAPES = [(3,), (4, 3), (2, 2, 2)]
-CLIP_NORMS = [3.0, 0.5, 10.0, 0.9, 1.5, 0.2]    # total norms, in units of max_norm: above and below 1
+# (total norm in units of the call's max_norm: above and below 1, the call's max_norm in units of cfg's): a
+# max_norm hard-coded to the default, or a threshold of its own (norm > 1), shows at the other max_norms
+CLIP_CALLS = [(3.0, 1.0), (0.5, 1.0), (10.0, 1.0), (0.9, 2.5), (1.5, 2.5), (1.5, 0.4)]
 
 
 def _clip(subject, rng):
@@ -406,22 +408,24 @@ def _clip(subject, rng):
     tol = tolerance("clip", cfg.np_dtype).rtol
     ref = reference_impl().get(subject.kind.name).target
     rows, series = [], {"returned": [], "reference": []}
-    for k, factor in enumerate(CLIP_NORMS):
+    scaled_in_place = False      # an earlier call clipped, right
+    for k, (factor, moved) in enumerate(CLIP_CALLS):
+        max_norm = cfg.max_norm * moved
         grads = [rng.standard_normal(s) for s in CLIP_SHAPES]
         norm = math.sqrt(sum(float((g * g).sum()) for g in grads))
-        grads = [(g * factor * cfg.max_norm / norm).astype(cfg.np_dtype) for g in grads]
+        grads = [(g * factor * max_norm / norm).astype(cfg.np_dtype) for g in grads]
         given = [g.copy() for g in grads]
         theirs = list(given)      # the caller's arrays are `given`: the list's elements may be rebound
         ours = [g.astype(np.float64) for g in grads]
-        returned = call_scalar(subject, "clip_grad_norm(grads, max_norm)", theirs, cfg.max_norm)
-        expected = ref(ours, cfg.max_norm)
+        returned = call_scalar(subject, "clip_grad_norm(grads, max_norm)", theirs, max_norm)
+        expected = ref(ours, max_norm)
         rebound = [i for i, (a, b) in enumerate(zip(given, theirs)) if a is not b]
         if rebound and _arrays_off(theirs, ours) <= tol < _arrays_off(given, ours):
             raise CheckFailure(
                 f"clip_grad_norm: call {k + 1}: grads[{rebound[0]}] was replaced in the list by a new array "
                 f"({len(rebound)} of {len(given)} replaced, e.g. grads[i] = g * scale): the list holds clipped values "
                 "but the arrays the caller gave (a model's gradient arrays, held elsewhere too) are not clipped; "
-                "scale each array in place: g *= scale", {"call": k + 1, "max_norm": cfg.max_norm},
+                "scale each array in place: g *= scale", {"call": k + 1, "max_norm": max_norm},
                 {"views": [table("clip_grad_norm calls", rows)]})
         theirs = given
         series["returned"].append(returned)
@@ -432,13 +436,14 @@ def _clip(subject, rng):
         rows.append({"call": k + 1, "norm before": expected, "returned": returned, "return error": r_err,
                      "grads error": a_errs[worst]})
         if r_err <= tol and a_errs[worst] <= tol:
+            scaled_in_place = scaled_in_place or expected > max_norm
             continue
         details = {"views": [table("clip_grad_norm calls", rows),
                              curve("returned norm vs reference", series, xlabel="call")]}
-        metrics = {"call": k + 1, "total_norm": expected, "max_norm": cfg.max_norm}
-        hint = _clip_hint(grads, cfg.max_norm, returned, theirs, tol)
-        clipped = expected > cfg.max_norm
-        situation = (f"grads of total norm {expected:.6g} {'>' if clipped else '<='} max_norm {cfg.max_norm:g}, "
+        metrics = {"call": k + 1, "total_norm": expected, "max_norm": max_norm}
+        hint = _clip_hint(grads, max_norm, returned, theirs, tol, scaled_in_place)
+        clipped = expected > max_norm
+        situation = (f"grads of total norm {expected:.6g} {'>' if clipped else '<='} max_norm {max_norm:g}, "
                      + ("so they must be scaled by max_norm / (total_norm + 1e-6)" if clipped
                         else "so they must be left unchanged"))
         if r_err > tol:
@@ -453,8 +458,9 @@ def _clip(subject, rng):
                            + (f"; likely cause: {hint}" if hint else ""), metrics, details)
     details = {"views": [table("clip_grad_norm calls", rows),
                          curve("returned norm vs reference", series, xlabel="call")]}
-    return Outcome(f"{len(CLIP_NORMS)} calls (norms above and below max_norm) match: global norm returned before "
-                   "clipping, grads scaled in place", {"calls": len(CLIP_NORMS)}, details)
+    norms = ", ".join(f"{cfg.max_norm * m:g}" for m in dict.fromkeys(m for _, m in CLIP_CALLS))
+    return Outcome(f"{len(CLIP_CALLS)} calls (norms above and below max_norm, max_norm {norms}) match: global norm "
+                   "returned before clipping, grads scaled in place", {"calls": len(CLIP_CALLS)}, details)
 
 
 def _arrays_off(xs, ys):
@@ -462,7 +468,9 @@ def _arrays_off(xs, ys):
     return max(float(np.abs(x - y).max()) / max(float(np.abs(y).max()), 1e-12) for x, y in zip(xs, ys))
 
 
-def _clip_hint(grads, max_norm, returned, theirs, tol):
+def _clip_hint(grads, max_norm, returned, theirs, tol, scaled_in_place=False):
+    """The cause of a wrong call, or None. scaled_in_place: an earlier call clipped its grads right (so they
+    are scaled in place, and a call that leaves them as they were has a threshold of its own)."""
     g64 = [g.astype(np.float64) for g in grads]
     norm = math.sqrt(sum(float((g * g).sum()) for g in g64))
     scale = max_norm / (norm + 1e-6)
@@ -473,7 +481,11 @@ def _clip_hint(grads, max_norm, returned, theirs, tol):
          "root of the sum of all squares: np.sqrt(sum((g ** 2).sum() for g in grads))", rms,
          [g * min(1.0, max_norm / (rms + 1e-6)) for g in g64]),
         ("the grads are not changed in place (a new list or new arrays are made, e.g. g = g * scale, and the "
-         "caller's arrays stay as they were): scale them in place with g *= scale", None, g64),
+         "caller's arrays stay as they were): scale them in place with g *= scale", None, g64)
+        if not scaled_in_place else
+        (f"the grads are left as they are at a total norm of {norm:.6g}, above max_norm {max_norm:g} (an earlier call "
+         "clipped in place, right): a threshold of its own (norm > 1, or max_norm read as something else)? Clip "
+         "whenever max_norm / (total_norm + 1e-6) < 1", None, g64),
         ("it returns the norm after clipping; return the total norm measured before clipping", min(norm, max_norm),
          None),
         ("each array is clipped by its own norm; clip_grad_norm uses one global norm over all arrays", None,
@@ -485,6 +497,8 @@ def _clip_hint(grads, max_norm, returned, theirs, tol):
          "max_norm / (total_norm + 1e-6) < 1", None, [g * scale for g in g64]),
         ("it returns the squared norm; take the square root", norm * norm, None),
         ("it returns the clipping factor; return the total norm", min(1.0, scale), None),
+        ("max_norm is not used: the grads are clipped to a total norm of 1 whatever max_norm says (a hard-coded "
+         "1.0 in max_norm / (total_norm + 1e-6)?)", None, [g * min(1.0, 1.0 / (norm + 1e-6)) for g in g64]),
     ]
     def off(x, y):            # |x - y| in multiples of the tolerance
         return abs(x - y) / (tol * max(abs(y), 1e-12))

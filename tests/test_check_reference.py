@@ -34,6 +34,11 @@ def test_reference_modules_pass(run, kind, dtype):
     ("softmax", "ref_softmax_axis.py", ["softmax", "axis 0", "last axis"]),
     ("cross_entropy", "ref_ce_ignore_count.py", ["loss with ignore_index=0", "counted in the mean",
                                                  "grad_logits with ignore_index=0"]),
+    # right at the default cfg, wrong when the field moves (the check moves eps and num_heads)
+    ("layernorm", "ref_bad_layernorm_eps_hardcoded.py", ["matches gradlab's reference at eps = 1e-05",
+                                                         "cfg.eps = 0.1", "does not pass cfg.eps on"]),
+    ("attention", "ref_bad_attention_heads_hardcoded.py", ["at num_heads = 2", "cfg.num_heads = 4",
+                                                           "does not pass cfg.num_heads on"]),
 ])
 def test_broken_modules_fail_with_the_cause(run, zoo, kind, name, words):
     record = run(kind, zoo(name), ["reference"])["reference"]

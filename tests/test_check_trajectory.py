@@ -33,6 +33,8 @@ def test_reference_passes(run, kind, dtype):
     ("clip_grad_norm", "traj_clip_rebind_elements.py", ["call 1", "grads[0] was replaced in the list by a new array",
                                                         "g *= scale"]),
     ("clip_grad_norm", "traj_clip_after.py", ["returned 0.99", "norm after clipping"]),
+    ("clip_grad_norm", "traj_clip_max_norm_hardcoded.py", ["call 4", "max_norm 2.5", "max_norm is not used"]),
+    ("clip_grad_norm", "traj_clip_own_threshold.py", ["call 6", "max_norm 0.4", "a threshold of its own"]),
     ("clip_grad_norm", "traj_clip_per_tensor.py", ["its own norm", "global norm"]),
     ("schedule", "traj_schedule_from0.py", ["step 1", "counted from 0"]),
     ("schedule", "traj_schedule_warmup.py", ["warmup_steps**-0.5"]),
