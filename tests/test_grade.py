@@ -416,3 +416,43 @@ def test_the_per_call_limit_has_a_flag_and_the_overtime_hint_names_it(tmp_path, 
     capsys.readouterr()
     text = json.dumps(json.loads((out / "slow" / "results.json").read_text()))
     assert "ran past 1 s" in text and "gradlab grade --call-timeout" in text, text[:2000]
+
+
+@pytest.mark.parametrize("name", ["grades.csv", "class.json.py"])
+def test_a_student_named_as_a_class_file_is_refused_before_grading(tmp_path, capsys, name):
+    """A folder grades.csv/ (or a file class.json.py) would put a student's results folder where the class's own
+    file goes: it crashed with FileExistsError half-way through the run."""
+    subs = make_class(tmp_path / "class", ["bob"])
+    if name.endswith(".py"):
+        (subs / name).write_text(MODULES)
+    else:
+        (subs / name).mkdir()
+        (subs / name / "a.py").write_text(MODULES)
+    assert main(["grade", str(subs), "--kinds", "layernorm", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "would take the place of the class's own" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_output_folder_that_cannot_be_made_is_one_line(tmp_path, capsys):
+    subs = make_class(tmp_path / "class", ["bob"])
+    (tmp_path / "file").write_text("")
+    assert main(["grade", str(subs), "--kinds", "layernorm", "--out", str(tmp_path / "file" / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot create it" in err and len(err.strip().splitlines()) == 1
+
+
+def test_files_that_are_not_submissions_are_told(tmp_path, capsys):
+    """UPPER.PY, a zip and a README at the top level were skipped without a word; a folder holding only a zip
+    was told it holds no .py file, not that an archive is there."""
+    subs = make_class(tmp_path / "class", ["bob"])
+    (subs / "ALICE.PY").write_text(MODULES)
+    (subs / "README.txt").write_text("the class")
+    (subs / "carol").mkdir()
+    with zipfile.ZipFile(subs / "carol" / "carol.zip", "w") as z:
+        z.writestr("carol.py", MODULES)
+    assert main(["grade", str(subs), "--kinds", "layernorm", "--out", str(tmp_path / "o"), "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "not submissions, skipped: ALICE.PY (rename it to ALICE.py), README.txt" in out
+    carol = json.loads((tmp_path / "o" / "carol" / "gradlab.json").read_text())
+    assert "it holds carol.zip; an archive is not unpacked" in carol["kinds"]["layernorm"]["checks"][0]["message"]

@@ -94,7 +94,11 @@ def grade_submission(entry, kinds, rubric, seed, limits=Limits(), *, workdir=Non
         files, named, notes, broken = _materialise(entry, folder)
         result = StudentResult(entry.student, entry.digest(), sorted(entry.files), notes=notes)
         if not entry.files:
-            broken["(submission)"] = "the submission holds no .py or .ipynb file"
+            archive = any(o.lower().endswith((".zip", ".tar", ".gz", ".tgz", ".7z", ".rar")) for o in entry.others)
+            broken["(submission)"] = "the submission holds no .py or .ipynb file" + (
+                f" (it holds {', '.join(entry.others)}{'...' if len(entry.others) == 5 else ''}"
+                + ("; an archive is not unpacked: unpack it into the folder" if archive else "") + ")"
+                if entry.others else "")
         found = _discover(files, broken, result.notes, limits, deadline, isolate, opened)
         for kind in kinds:
             kind_result = _grade_kind(kind, found, broken, named, rubric, seed, limits, result.student, isolate)

@@ -29,16 +29,22 @@ def grade_class(submissions, out, kinds=None, rubric_path=None, seed=None, worke
     stream = stream or sys.stdout
     kinds = rubric_mod.parse_kinds(kinds) if kinds else None
     rubric = rubric_mod.load(rubric_path, kinds)
-    entries = discover(submissions, exclude=[out])
+    ignored = []
+    entries = discover(submissions, exclude=[out], ignored=ignored)
     if os.path.exists(out) and not os.path.isdir(out):
         raise UsageError(f"--out {out}: exists and is not a folder")
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--out {out}: cannot create it ({e.strerror})") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {out}: cannot write there")
     seed = options.check_seed(seed)
     if seed is None:
         seed = outputs.read_seed(out)
     if seed is None:
         from gradlab.execution.runner import new_seed
         seed = new_seed()
-    os.makedirs(out, exist_ok=True)
     kinds = list(rubric.kinds)
     graded, records, todo = {}, {}, []
     for entry in entries:
@@ -50,6 +56,8 @@ def grade_class(submissions, out, kinds=None, rubric_path=None, seed=None, worke
             todo.append((entry, key))
     print(f"grading {len(todo)} of {len(entries)} submissions ({len(entries) - len(todo)} already graded) for "
           f"{', '.join(kinds)} ({rubric.max_score():g} points), seed {seed}, gradlab {__version__}", file=stream)
+    if ignored:
+        print(f"not submissions, skipped: {_ignored_words(ignored)}", file=stream)
     progress = Progress(stream, len(todo))
 
     def finished(entry, key, student_result):
@@ -71,6 +79,21 @@ def grade_class(submissions, out, kinds=None, rubric_path=None, seed=None, worke
     print_table(stream, graded, rubric)
     print(f"wrote {out}/grades.csv, {out}/summary.html, {out}/class.json and a folder per student", file=stream)
     return graded
+
+
+def _ignored_words(names):
+    """The files of the class folder that are not submissions, with what to do where it is clear."""
+    def why(name):
+        low = name.lower()
+        if low.endswith((".py", ".ipynb")):
+            return f"{name} (rename it to {os.path.splitext(name)[0]}{os.path.splitext(low)[1]})"
+        if low.endswith((".zip", ".tar", ".tar.gz", ".tgz")):
+            return f"{name} (an archive: unpack it into a folder of its own)"
+        if ".py." in low or ".ipynb." in low:
+            return f"{name} (not a .py or .ipynb name)"
+        return name
+    shown = [why(n) for n in names[:12]]
+    return ", ".join(shown) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
 
 
 def _locally(workers, todo, kinds, rubric, seed, limits, finished):

@@ -20,6 +20,7 @@ SKIP_DIRS = {"__pycache__", ".ipynb_checkpoints", ".git"}
 class Entry:
     student: str
     files: dict = field(default_factory=dict)     # relative path -> bytes
+    others: tuple = ()                            # a few of its folder's other files (a .zip, a .txt), to be told
 
     def digest(self):
         h = hashlib.sha256()
@@ -28,10 +29,17 @@ class Entry:
         return h.hexdigest()[:16]
 
 
-def discover(folder, exclude=()):
+# what `gradlab grade` writes beside the students' folders (gradlab.grading.outputs): no student may be called so
+CLASS_FILES = ("grades.csv", "class.json", "summary.html")
+
+
+def discover(folder, exclude=(), ignored=None):
     """The entries of a class folder, sorted by student. UsageError when the
-    folder is missing, holds no entry, or two entries name the same student.
-    `exclude`: paths that are not submissions (the output folder, when it is inside)."""
+    folder is missing, holds no entry, two entries name the same student, or a
+    student's name is one of the class files. `exclude`: paths that are not
+    submissions (the output folder, when it is inside). `ignored`: a list that
+    gets the names of the folder's files that are not submissions (a README,
+    a .zip, UPPER.PY), to be told."""
     exclude = {os.path.abspath(p) for p in exclude}
     if not os.path.isdir(folder):
         raise UsageError(f"{folder}: no such folder (SUBMISSIONS is a folder with one sub-folder or "
@@ -43,30 +51,39 @@ def discover(folder, exclude=()):
         path = os.path.join(folder, name)
         if os.path.abspath(path) in exclude:
             continue
+        others = ()
         if os.path.isdir(path):
-            student, files = name, _folder_files(path)
+            student, (files, others) = name, _folder_files(path)
         elif name.endswith(SUFFIXES):
             student, files = os.path.splitext(name)[0], {name: _read(path)}
         else:
-            continue   # a README, a CSV of names: not a submission
+            if ignored is not None:
+                ignored.append(name)     # a README, a CSV of names, a zip: not a submission
+            continue
+        if student in CLASS_FILES:
+            raise UsageError(f"{folder}: {name} would be graded as student {student!r}, whose folder of results "
+                             f"would take the place of the class's own {student} in the output folder; rename it")
         if student in entries:
             raise UsageError(f"{folder}: {where[student]} and {name} are both student {student!r}; "
                              "rename or remove one")
-        entries[student], where[student] = Entry(student, files), name
+        entries[student], where[student] = Entry(student, files, others), name
     if not entries:
         raise UsageError(f"{folder}: no submissions (expected one sub-folder or .py/.ipynb file per student)")
     return list(entries.values())
 
 
 def _folder_files(root):
-    files = {}
+    """({relative path: bytes} of its .py and .ipynb files, (up to 5 of its other files' relative paths))."""
+    files, others = {}, []
     for here, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
         for name in sorted(names):
+            path = os.path.join(here, name)
             if name.endswith(SUFFIXES) and not name.startswith("."):
-                path = os.path.join(here, name)
                 files[os.path.relpath(path, root).replace(os.sep, "/")] = _read(path)
-    return files
+            elif not name.startswith(".") and len(others) < 5:
+                others.append(os.path.relpath(path, root).replace(os.sep, "/"))
+    return files, tuple(others)
 
 
 def _read(path):
