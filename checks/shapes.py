@@ -157,6 +157,11 @@ def _param_rows(subject, module, slots, rows, notes):
             label = f"parameter {slot.name!r}" + (f" (reference {ref!r})" if ref != slot.name else "")
             if shape != tuple(expected[ref]) and same_layout(shape, expected[ref]):
                 rows.info(label, shape, "the same numbers, with leading axes of length 1: accepted", expected[ref])
+            elif shape != tuple(expected[ref]) and callable(param_map) and \
+                    sorted(shape) == sorted(tuple(expected[ref])) and len(shape) > 1:
+                # PyTorch's (d_out, d_in) for x @ W.T: a layout of its own, which the param_map function declares
+                rows.info(label, shape, "the reference's numbers in a layout of your own (transposed), loaded by "
+                          "your param_map function: accepted", expected[ref])
             else:
                 rows.add(label, expected[ref], shape, _in_words(kind, ref))
         elif kind.has(TIED_HEAD) and _untied_head(slot, cfg, expected, slots, mapping):

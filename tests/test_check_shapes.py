@@ -48,6 +48,16 @@ def test_split_qkv_with_param_map_function_passes(run, zoo):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_pytorchs_layout_with_a_param_map_function_passes_every_check(run, zoo, all_pass, dtype):
+    """weight (d_out, d_in), not square, loaded transposed by its param_map function: a layout of its own, declared;
+    without a param_map it fails shapes (shapes_bad_linear_transposed_weight.py, below)."""
+    result = run("linear", zoo("shapes_ok_linear_torch_layout.py"), dtype=dtype)
+    all_pass(result)
+    assert "a layout of your own (transposed), loaded by your param_map function" in \
+        rows(result["shapes"])["parameter 'weight'"]["note"]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_renamed_params_with_param_map_dict_pass(run, zoo, dtype):
     record = run("layernorm", zoo("shapes_ok_layernorm_renamed.py"), ["shapes"], dtype=dtype)["shapes"]
     assert record.status == "pass", record.message
