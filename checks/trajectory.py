@@ -94,7 +94,7 @@ def _optimizer(subject, rng):
     second = subject.with_cfg(cfg.replace(**changes))
     outcomes = [_optimizer_run(subject, params0, grads_seq)]
     try:
-        outcomes.append(_optimizer_run(second, params0, grads_seq, shown=shown))
+        outcomes.append(_optimizer_run(second, params0, grads_seq, shown=shown, second=True))
     except CheckFailure:
         _same_again(subject, params0, grads_seq)
         raise
@@ -132,10 +132,12 @@ def _same_again(subject, params0, grads_seq):
             "share state between instances (a class-level dict or counter)?", again.metrics, again.details) from None
 
 
-def _optimizer_run(subject, params0, grads_seq, shown=("weight_decay",)):
-    """One run of STEPS steps against the reference; its words name the cfg fields `shown` (the setting)."""
+def _optimizer_run(subject, params0, grads_seq, shown=("weight_decay",), second=False):
+    """One run of STEPS steps against the reference; its words name the cfg fields `shown` (the setting), and
+    `second`: that gradlab moved them (the run after the cfg's own)."""
     kind, cfg = subject.kind, subject.cfg
-    setting = ", ".join(f"{name}={getattr(cfg, name):g}" for name in shown)
+    setting = ("gradlab's second run's " if second else "") + \
+        ", ".join(f"{name}={getattr(cfg, name):g}" for name in shown)
     ref_opt = reference_impl().get(kind.name).target(cfg)
     want, _ = run_optimizer(ref_opt, params0, grads_seq)
 
@@ -302,8 +304,9 @@ class _Adam:
 
 
 class _SGD:
-    def __init__(self, cfg, momentum=True, shared=False, dampening=False, nesterov=False, zero_start=False):
-        self.lr, self.mu, self.wd = cfg.lr, cfg.momentum, cfg.weight_decay
+    def __init__(self, cfg, momentum=True, shared=False, dampening=False, nesterov=False, zero_start=False,
+                 decay=True):
+        self.lr, self.mu, self.wd = cfg.lr, cfg.momentum, cfg.weight_decay if decay else 0.0
         self.momentum, self.shared, self.dampening, self.nesterov = momentum, shared, dampening, nesterov
         self.zero_start = zero_start     # buf starts at 0 (buf = momentum * 0 + ... on the first step)
         self.buf = {}
@@ -391,6 +394,8 @@ OPTIMIZER_VARIANTS = {
          "PyTorch adds g undamped: buf = momentum * buf + g (buf = g on the first step)",
          lambda cfg: _SGD(cfg, dampening=True, zero_start=True)),
         ("this is Nesterov momentum; PyTorch's default SGD uses p -= lr * buf", lambda cfg: _SGD(cfg, nesterov=True)),
+        ("weight_decay is ignored; torch.optim.SGD adds weight_decay * p to the gradient (g = g + weight_decay * p, "
+         "before the momentum buffer)", lambda cfg: _SGD(cfg, decay=False)),
     ],
 }
 

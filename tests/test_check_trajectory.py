@@ -29,6 +29,8 @@ def test_reference_passes(run, kind, dtype):
     ("sgd", "traj_sgd_shared.py", ["after step 1", "'w1'", "shared by all parameters", "step 2 raised"]),
     ("sgd", "traj_sgd_no_momentum.py", ["after step 2", "momentum buffer is missing"]),
     ("sgd", "traj_params_rebind.py", ["replaced params['bias']", "in place"]),
+    ("sgd", "traj_sgd_no_decay.py", ["gradlab's second run's weight_decay=0.01", "weight_decay is ignored",
+                                     "torch.optim.SGD adds weight_decay * p"]),
     ("clip_grad_norm", "traj_clip_rebind.py", ["call 1", "not changed in place", "g *= scale"]),
     ("clip_grad_norm", "traj_clip_rebind_elements.py", ["call 1", "grads[0] was replaced in the list by a new array",
                                                         "g *= scale"]),
