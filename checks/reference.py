@@ -8,6 +8,7 @@ When the student's output is off, the output of known buggy variants of the
 reference is computed too, and a variant that reproduces the student's output
 names the cause.
 """
+import inspect
 import math
 
 import numpy as np
@@ -439,6 +440,11 @@ def _softmax_axes(subject, x):
     (CONTRACT §3: softmax(x, axis=-1)). Returns the axes checked; raises naming the first wrong one."""
     cfg = subject.cfg
     if not accepts_keyword(subject, "axis"):
+        other = _second_parameter(subject.registration.target)
+        if other is not None:
+            raise CheckFailure(f"softmax: your function's second argument is named {other!r}, not axis; gradlab "
+                               "passes it by name, as CONTRACT §3's signature softmax(x, axis=-1) calls it: rename it "
+                               "axis (keep the default -1)")
         raise CheckFailure("softmax: your function takes no axis argument; CONTRACT §3's signature is "
                            "softmax(x, axis=-1): normalise along `axis` (max and sum with axis=axis, keepdims=True)")
     x64 = x.astype(np.float64)
@@ -469,6 +475,16 @@ def _softmax_axes(subject, x):
             + (f"; {hint}" if hint else ""), {"axis": axis, "max_error": row["error"], "tolerance": tol.rtol},
             {"views": [table(f"{what}: error", [row])]})
     return AXES
+
+
+def _second_parameter(fn):
+    """The name of fn's second positional parameter (dim, for a PyTorch-minded softmax), or None."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return positional[1].name if len(positional) > 1 else None
 
 
 def _sm(x, axis, shift_axis=None, sum_axis=None):

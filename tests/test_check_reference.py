@@ -32,6 +32,7 @@ def test_reference_modules_pass(run, kind, dtype):
     ("linear", "ref_linear_scaled.py", ["2 x the reference", "factor 2"]),
     ("linear", "ref_linear_transposed.py", ["'weight'", "(20, 12)", "(12, 20)", "transposed", "param_map"]),
     ("softmax", "ref_softmax_axis.py", ["softmax", "axis 0", "last axis"]),
+    ("softmax", "ref_bad_softmax_dim.py", ["second argument is named 'dim', not axis", "rename it axis"]),
     ("cross_entropy", "ref_ce_ignore_count.py", ["loss with ignore_index=0", "counted in the mean",
                                                  "grad_logits with ignore_index=0"]),
     # right at the default cfg, wrong when the field moves (the check moves eps and num_heads)
