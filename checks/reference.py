@@ -149,9 +149,12 @@ def _moved_fields(subject, rng):
             continue
         base_row = _row("output", out.astype(np.float64), base, tol)
         tg, tr = distinct(row["got"], row["reference"])
+        known = None if base_row["ok"] else _explain(
+            kind, moved_cfg, moved_ref, inputs[0] if len(inputs) == 1 else args, out.astype(np.float64), want,
+            row["allowed"])
         cause = (f"your output is the reference's at {field} = {getattr(cfg, field):g}: build(cfg) does not pass "
                  f"cfg.{field} on (its {field} is hard-coded, in the module or in build)" if base_row["ok"] else
-                 f"does build(cfg) pass cfg.{field} on to every part of the module?")
+                 known or f"does build(cfg) pass cfg.{field} on to every part of the module?")
         raise CheckFailure(
             f"{kind.name}: forward matches gradlab's reference at {field} = {getattr(cfg, field):g}, but with "
             f"cfg.{field} = {value:g} it differs: worst at "

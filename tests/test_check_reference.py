@@ -20,6 +20,13 @@ def test_reference_modules_pass(run, kind, dtype):
     assert {v["type"] for v in record.details["views"]} == {"table", "heatmap"}
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_eps_added_to_the_std_is_named_in_both_dtypes(run, zoo, dtype):
+    """float64 sees it at the default eps; float32 rounds it away there, and sees it at the moved eps = 0.1."""
+    record = run("layernorm", zoo("ref_bad_layernorm_std_eps.py"), ["reference"], dtype=dtype)["reference"]
+    assert record.status == "fail" and "(x - mean) / (std + eps)" in record.message, record.message
+
+
 @pytest.mark.parametrize("kind, name, words", [
     ("attention", "ref_attention_noscale.py", ["attention", "worst at (batch", "time", "dim", "1/sqrt(d_k)",
                                                "attn_weights already differ"]),
