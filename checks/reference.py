@@ -18,7 +18,7 @@ from gradlab.diagnosis.causes import factor_pattern, position_pattern
 from gradlab.diagnosis.matcher import name_cause
 from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.contract.numbers import distinct
-from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILITIES, SMOOTHING, TOKEN_IDS
+from gradlab.contract.kinds import ATTN_WEIGHTS, CAUSAL, DIFFERENTIABLE, LOSS, PROBABILITIES, SMOOTHING, TOKEN_IDS
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.contract.records import heatmap, table
 from gradlab.execution.harness import as_float_array
@@ -214,7 +214,11 @@ def _explain(kind, cfg, ref, x, got, want, atol):
     hint = factor_pattern(got, want, cfg, what="your output")
     if hint:
         return hint
-    return position_pattern(got, want, atol) or ""
+    names = [spec.name for spec in kind.input_specs()]
+    mask = x[names.index("key_padding_mask")] if isinstance(x, tuple) and "key_padding_mask" in names else None
+    padded = np.asarray(mask).reshape(len(mask), -1).any(axis=1) if isinstance(mask, np.ndarray) else None
+    return position_pattern(got, want, atol, causal_attention=kind.has(CAUSAL) and kind.has(ATTN_WEIGHTS),
+                            padded=padded) or ""
 
 
 # ---- buggy variants of the reference forwards: (hint, fn(ref, x, cfg)) -------

@@ -371,6 +371,8 @@ def test_grading_from_a_teachers_script_without_a_main_guard(tmp_path):
     (["--seed", "-3"], "--seed -3: must be an integer in [0, 4294967295]"),
     (["--timeout", "0"], "--timeout 0: a submission needs a finite time limit above 0 s"),
     (["--workers", "0"], "--workers 0: grades no submission at a time"),
+    (["--max-output", "-1"], "--max-output -1: must be a number >= 0"),
+    (["--max-memory", "100"], "--max-memory 100: is less than NumPy alone needs"),
 ])
 def test_grade_options_are_checked_before_anything_runs(tmp_path, capsys, argv, words):
     subs = make_class(tmp_path / "class", ["bob"])

@@ -176,6 +176,7 @@ def test_a_worker_that_ended_leaves_no_folder_once_the_next_one_starts():
     ("os_exit_at_import", ["ended the worker process", "exit status 0"]),
     ("import_reference", ["gradlab's own reference implementation", "register a factory defined in your file"]),
     ("wrap_reference", ["gradlab's own reference implementation"]),
+    ("output_flood_at_import", ["importing", "wrote more than 1 MB of output", "--max-output"]),
 ])
 def test_an_unusable_file_is_a_usage_error(name, words):
     with pytest.raises(gradlab.UsageError) as info:

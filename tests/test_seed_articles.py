@@ -68,4 +68,5 @@ def test_seed_article_adam_fails_only_for_the_weight_decay_it_does_not_have():
     assert [c.name for c in result.checks if c.status != "pass" and c.name != "trajectory"] == []
     trajectory = result["trajectory"]           # the trajectory runs with weight decay too: caught there
     assert trajectory.status == "fail", trajectory.message
-    assert "adam (weight_decay=0.01," in trajectory.message and "weight_decay is ignored" in trajectory.message
+    assert "adam (gradlab's second run's weight_decay=0.01," in trajectory.message
+    assert "weight_decay is ignored" in trajectory.message

@@ -277,7 +277,7 @@ def test_optimizers_run_with_and_without_weight_decay(run, zoo):
     assert "weight_decay=0.01 " in ok.message and "weight_decay=0, lr=0.02, beta1=0.8, beta2=0.99, eps=0.1 " in ok.message
     bad = run("adamw", zoo("tol_bad_adamw_fixed_decay.py"))
     failing = [c for c in bad.checks if c.status != "pass"]
-    assert failing[0].name == "trajectory" and "adamw (weight_decay=0, " in failing[0].message
+    assert failing[0].name == "trajectory" and "adamw (gradlab's second run's weight_decay=0, " in failing[0].message
 
 
 def test_clip_is_called_below_and_above_max_norm_and_schedule_at_1_warmup_and_after(run):

@@ -77,11 +77,14 @@ def src_len(cfg):
 
 
 def padding_mask(shape, rng):
-    """(B, S) bool, True where padded: each sample keeps a random prefix of at least half its keys, and
-    sample 0 always has padding (so padding is exercised) while no sample is padded entirely."""
+    """(B, S) bool, True where padded: each sample keeps a random prefix of at least half its keys, sample 0
+    always has padding (so padding is exercised) and, in a batch of several, the last none (so a mask applied
+    wrong shows as the padded samples alone differing), while no sample is padded entirely."""
     B, S = shape
     keep = rng.integers((S + 1) // 2, S + 1, size=B)
     keep[0] = min(keep[0], S - 1) if S > 1 else S
+    if B > 1:
+        keep[-1] = S
     return np.arange(S)[None, :] >= keep[:, None]
 
 

@@ -354,8 +354,10 @@ def factor_pattern(got, want, cfg, what="your output"):
     return f"{what} is {c:.4g} x the reference{tail}"
 
 
-def position_pattern(got, want, atol):
-    """Which samples / time positions differ, when that says something."""
+def position_pattern(got, want, atol, causal_attention=False, padded=None):
+    """Which samples / time positions differ, when that says something. causal_attention: position 0 attends
+    to itself alone (its output does not depend on the scores); padded: per sample, whether some of its keys
+    are padding (a key padding mask given to forward), or None."""
     got, want = np.asarray(got), np.asarray(want)
     if got.ndim < 2:
         return None
@@ -364,10 +366,20 @@ def position_pattern(got, want, atol):
         return None
     by_b = err.any(axis=1)
     if got.shape[0] > 1 and not by_b.all():
-        return (f"only sample(s) {[int(b) for b in np.nonzero(by_b)[0]]} of the batch differ: something mixes "
+        which = [int(b) for b in np.nonzero(by_b)[0]]
+        if padded is not None and np.array_equal(by_b, np.asarray(padded, bool)):
+            return (f"only the sample(s) with padded keys ({which}) differ: the key padding mask is applied wrong "
+                    "(on another axis than the keys', broadcast as (B, S) against (B, H, T, S) without [:, None, "
+                    "None, :], or as a multiplication instead of a -inf fill before the softmax)")
+        return (f"only sample(s) {which} of the batch differ: something mixes "
                 "the samples (a reshape across the batch axis, or state kept between calls)")
     by_t = err.any(axis=0)
     if got.shape[1] > 1 and not by_t[0] and by_t[1:].any():
-        return (f"position 0 is right but positions {[int(t) for t in np.nonzero(by_t)[0]]} differ: something "
+        later = [int(t) for t in np.nonzero(by_t)[0]]
+        if causal_attention:
+            return (f"position 0 is right but positions {later} differ; position 0 attends to itself alone, so its "
+                    "output does not depend on the attention scores: look at the scores (their 1/sqrt(d_k) scale, "
+                    "the split into heads) and the causal mask")
+        return (f"position 0 is right but positions {later} differ: something "
                 "mixes time steps (the causal mask, or a reshape/transpose across the time axis)")
     return None

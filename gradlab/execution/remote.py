@@ -758,6 +758,13 @@ class Session:
             if self.chan is not None:
                 self.chan.extend = None
             self._drain_output()
+        if self._output_full():
+            # the file the worker prints to reached the output limit: what it printed past it is lost (one large
+            # write is cut short without an error), and every print from now on fails; said as the limit it is
+            what = self._progress_what(progress, what)
+            self._kill()
+            self.dead = f"{what} {limits_mod.describe_end(-signal.SIGXFSZ, self.limits.output_mb)}"
+            raise error(self.dead)
         if "internal" in reply:
             # gradlab's own code in the worker failed: there, next to the student's code, most
             # likely because that code patched something (builtins, NumPy, gradlab)
@@ -838,6 +845,15 @@ class Session:
         except OSError:
             return None
         return limits_mod.last_seen(text, self.files, _GRADLAB_DIR)
+
+    def _output_full(self):
+        """Whether the worker's output file has reached the output limit (--max-output)."""
+        if not self.limits.output_mb:
+            return False
+        try:
+            return os.fstat(self.output.fileno()).st_size >= int(self.limits.output_mb * (1 << 20))
+        except (OSError, ValueError, AttributeError):
+            return False
 
     def _drain_output(self):
         from gradlab.execution import harness

@@ -35,6 +35,10 @@ def add_parsers(sub):
                    help="wall time for one whole submission (default 300)")
     g.add_argument("--call-timeout", type=float, metavar="SECONDS",
                    help="time for one call into a student's code, a forward or a backward (default 20)")
+    g.add_argument("--max-memory", type=int, metavar="MB",
+                   help="address space of a student's worker process (default 4096; 0: none)")
+    g.add_argument("--max-output", type=float, metavar="MB",
+                   help="what a student's code may print (default 16; 0: none)")
     g.add_argument("--scheduler", metavar="ADDRESS",
                    help="a Dask scheduler (tcp://host:8786) to send the jobs to instead of local processes")
 
@@ -64,6 +68,17 @@ def cmd_grade(args):
     limits = Limits() if args.timeout is None else Limits(wall=args.timeout)
     if args.call_timeout is not None:
         limits = dataclasses.replace(limits, call=options.check_timeout(args.call_timeout, "--call-timeout"))
+    for flag, value, field in (("--max-memory", args.max_memory, "memory_mb"),
+                               ("--max-output", args.max_output, "output_mb")):
+        if value is None:
+            continue
+        if not value >= 0 or value == float("inf"):
+            raise options.refuse(f"{flag} {options.shown(value)}", "must be a number >= 0",
+                                 f"e.g. {flag} 0 for no limit")
+        if field == "memory_mb" and 0 < value < 256:
+            raise options.refuse(f"--max-memory {value}", "is less than NumPy alone needs",
+                                 "give at least 256 (MB), or 0 for no limit")
+        limits = dataclasses.replace(limits, **{field: value})
     if not args.kinds and not args.rubric:
         raise UsageError("give --kinds K1,K2 (or a --rubric that names the kinds)")
     check_out(args.out, args.submissions)
