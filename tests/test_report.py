@@ -280,3 +280,17 @@ def test_a_run_that_judged_nothing_is_not_shown_as_passed(tmp_path):
     assert "Nothing was judged" in page and "checks passed" not in page
     page = open(write_report(gradlab.check("adam", seed=0), str(tmp_path / "ok.html"))).read()
     assert "All 5 checks passed" in page and "Nothing was judged" not in page
+
+
+def test_a_weight_on_the_future_is_drawn_not_greyed():
+    """The attention heatmap greys the future (j > i) only where its weight is 0: a leak reported as 'weight
+    0.61 on future position 1' was painted grey like a masked cell, invisible in the figure that showed it."""
+    from gradlab.frontends.report.figures import heatmap_figure
+    leaking = [[0.4, 0.6, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]]
+    fig = heatmap_figure({"type": "heatmap", "data": leaking, "mask_upper": True})
+    shown = fig.axes[0].images[0].get_array()
+    assert shown.mask.tolist() == [[False, False, True], [False, False, True], [False, False, False]]
+    assert "weight on the future" in fig.axes[0].get_title()
+    clean = heatmap_figure({"type": "heatmap", "data": [[1.0, 0.0], [0.5, 0.5]], "mask_upper": True})
+    assert clean.axes[0].images[0].get_array().mask.tolist() == [[False, True], [False, False]]
+    assert "weight on the future" not in clean.axes[0].get_title()

@@ -77,8 +77,12 @@ def heatmap_figure(view):
     m = as_matrix(view.get("data", []))
     rows, cols = m.shape
     mask = np.zeros(m.shape, bool)
+    leaks = False
     if view.get("mask_upper"):
-        mask = np.triu(np.ones(m.shape, bool), k=1)
+        # the future greyed where its weight is exactly 0: a weight on the future is the leak the figure shows
+        future = np.triu(np.ones(m.shape, bool), k=1)
+        mask = future & (m == 0)
+        leaks = bool((future & ~mask).any())
     tolerance = view.get("tolerance")
     raw = m
     if tolerance:
@@ -102,18 +106,22 @@ def heatmap_figure(view):
     bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, extend="min" if tolerance else "neither")
     xticks, yticks = view.get("xticklabels"), view.get("yticklabels")
     right, above = _tick_room(bar.ax.yaxis)
-    _fit(fig, left=_label_room(view.get("ylabel")) + _across(yticks, rows),
-         bottom=_label_room(view.get("xlabel")) + _down(xticks, cols),
-         right=right + (LINE[8] if tolerance else 0.0),     # and the bar's label
-         top=max(above, 0.3 if (tolerance or view.get("mask_upper")) else 0.12))
     notes = []
     if tolerance:
         bar.set_label("|difference| / tolerance", fontsize=8)
         notes.append("pale green: within the tolerance (equal)")
     if view.get("mask_upper"):
         notes.append("grey: masked future positions (j > i)")
+        if leaks:
+            notes.append("in colour above the diagonal: weight on the future")
+    # the notes, one line each when they would not fit the figure's width on one
+    title = "; ".join(notes) if len("; ".join(notes)) < 12 * width else "\n".join(notes)
+    _fit(fig, left=_label_room(view.get("ylabel")) + _across(yticks, rows),
+         bottom=_label_room(view.get("xlabel")) + _down(xticks, cols),
+         right=right + (LINE[8] if tolerance else 0.0),     # and the bar's label
+         top=max(above, (0.3 + 0.15 * title.count("\n")) if notes else 0.12))
     if notes:
-        ax.set_title("; ".join(notes), fontsize=8, color="#555555")
+        ax.set_title(title, fontsize=8, color="#555555")
     ax.set_xlabel(view.get("xlabel", ""))
     ax.set_ylabel(view.get("ylabel", ""))
     _integer_ticks(ax, rows, cols)
