@@ -85,3 +85,22 @@ def test_a_student_who_kills_the_judging_process_gets_no_pass(tmp_path):
     assert all(t["status"] == "failed" and "not graded: the process running it was killed" in t["output"]
                for t in results["oscar"]["tests"]), results["oscar"]["tests"][0]
     assert results["peggy"]["score"] == results["peggy"]["tests"][0]["max_score"] * len(results["peggy"]["tests"])
+
+
+def test_a_submission_that_overwrites_another_students_results_is_undone(tmp_path, capsys):
+    """A student's code runs as the teacher's user and can write into OUT: zed, graded after amy, forged amy's
+    Gradescope file at import ({"score": 0}). Every file a run wrote is verified at its end and written again
+    from the results, with a warning."""
+    import json
+    subs, out = tmp_path / "class", tmp_path / "out"
+    subs.mkdir()
+    good = (HOSTILE / "_layernorm.py").read_text() + ("\nimport gradlab\n\n\n@gradlab.register('layernorm')\n"
+                                                       "def build(cfg):\n    return LayerNorm(cfg.d_model, cfg.eps)\n")
+    (subs / "amy.py").write_text(good)
+    forged = out / "amy" / "results.json"
+    (subs / "zed.py").write_text(f"import pathlib\npathlib.Path({str(forged)!r}).write_text('{{\"score\": 0}}')\n"
+                                 + good)
+    graded = grade_class(str(subs), str(out), kinds="layernorm", seed=0, workers=1, limits=Limits(wall=60))
+    assert graded["amy"]["score"] == graded["zed"]["score"] > 0
+    assert json.loads(forged.read_text())["score"] == graded["amy"]["score"]
+    assert "changed during grading and were written again" in capsys.readouterr().out

@@ -58,15 +58,49 @@ def already_graded(out, student, key):
         return None
 
 
-def write_student(out, student_result, rubric, seed, version, key, report_html=None):
+def write_student(out, student_result, rubric, seed, version, key, report_html=None, written=None):
+    """A student's three files; `written` (a dict) gets {path: sha256 of what was written} for verify()."""
     folder = os.path.join(out, student_result["student"])
     results = results_json(student_result, rubric, seed, version, key)
     if report_html is None:
         report_html = render_student_report(student_result, rubric)
-    atomic_write(os.path.join(folder, REPORT), report_html)
-    atomic_write(os.path.join(folder, RECORDS), json.dumps(student_result))
-    atomic_write(os.path.join(folder, RESULTS), json.dumps(results, indent=1))   # last: it marks "done"
+    files = [(REPORT, report_html), (RECORDS, json.dumps(student_result)),
+             (RESULTS, json.dumps(results, indent=1))]          # results.json last: it marks "done"
+    for name, text in files:
+        atomic_write(os.path.join(folder, name), text)
+        if written is not None:
+            written[os.path.join(folder, name)] = _sha(text)
     return results
+
+
+def _sha(text):
+    data = text.encode("utf-8", errors="backslashreplace") if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()
+
+
+def verify(out, written, graded, records, rubric, seed, version):
+    """After grading: every student file this run wrote that is no longer what it wrote (a submission's code,
+    running as the same user, can write into OUT) is written again from the results in memory. Returns the
+    paths put back."""
+    restored = []
+    for path, sha in written.items():
+        try:
+            with open(path, "rb") as fh:
+                same = hashlib.sha256(fh.read()).hexdigest() == sha
+        except OSError:
+            same = False
+        if same:
+            continue
+        student = os.path.basename(os.path.dirname(path))
+        name = os.path.basename(path)
+        if student not in graded:
+            continue
+        text = {RESULTS: lambda: json.dumps(graded[student], indent=1),
+                RECORDS: lambda: json.dumps(records[student]),
+                REPORT: lambda: render_student_report(records[student], rubric)}[name]()
+        atomic_write(path, text)
+        restored.append(path)
+    return restored
 
 
 FIGURES = ("heatmap", "curve")

@@ -60,9 +60,11 @@ def grade_class(submissions, out, kinds=None, rubric_path=None, seed=None, worke
         print(f"not submissions, skipped: {_ignored_words(ignored)}", file=stream)
     progress = Progress(stream, len(todo))
 
+    written = {}      # every student file this run wrote: path -> its sha256, verified at the end
+
     def finished(entry, key, student_result):
         report = student_result.pop("report_html", None)
-        results = outputs.write_student(out, student_result, rubric, seed, __version__, key, report)
+        results = outputs.write_student(out, student_result, rubric, seed, __version__, key, report, written)
         graded[entry.student], records[entry.student] = results, student_result
         outputs.write_class(out, graded, rubric, seed, __version__)
         progress.update(entry.student, results, rubric.max_score())
@@ -74,6 +76,12 @@ def grade_class(submissions, out, kinds=None, rubric_path=None, seed=None, worke
         else:
             _locally(workers or os.cpu_count() or 1, todo, kinds, rubric, seed, limits, finished)
     progress.close()
+    restored = outputs.verify(out, written, graded, records, rubric, seed, __version__)
+    if restored:
+        shown = ", ".join(os.path.relpath(p, out) for p in restored[:5]) + (" ..." if len(restored) > 5 else "")
+        print(f"warning: {len(restored)} result file(s) changed during grading and were written again from the "
+              f"results ({shown}): a submission's code writes into {out}? (it runs as your user: grade in a "
+              "container to keep it out)", file=stream)
     outputs.write_class(out, graded, rubric, seed, __version__)
     outputs.write_summary(out, graded, records, rubric, seed, __version__)
     print_table(stream, graded, rubric)
