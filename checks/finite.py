@@ -37,6 +37,12 @@ _SOFTMAX_HINT = ("subtract the row maximum before exp (exp(x - x.max(axis, keepd
 _UNDERFLOW_HINT = ("the NaN is 0/0: every exp in a row underflowed to 0, which happens when the maximum subtracted is "
                    "taken over the whole array (np.max(x)) or the wrong axis instead of each row's own: subtract "
                    "x.max(axis=-1, keepdims=True)")
+# attention: also a row's maximum taken before the mask (over future or padded scores), the weights masked after
+_ATTENTION_UNDERFLOW_HINT = ("the NaN is 0/0: every exp in a row underflowed to 0, which happens when the maximum "
+                             "subtracted is not the row's own: taken over the whole array (np.max(x)) or the wrong "
+                             "axis, or taken before the mask, over scores masked afterwards (the future, padding): a "
+                             "masked score above every allowed one by ~750 leaves the allowed exps all 0; fill the "
+                             "masked scores with -inf first, then subtract scores.max(axis=-1, keepdims=True)")
 _LOSS_HINT = ("compute log-softmax with the log-sum-exp trick: z = logits - logits.max(-1, keepdims=True); "
               "log_probs = z - log(exp(z).sum(-1, keepdims=True)); taking log of a softmax that underflowed "
               "to 0 gives -inf, and exp of a large logit without the max subtraction gives inf")
@@ -169,7 +175,7 @@ def _reported(seen):
 def _forward_backward(subject, kind, cfg, module, inputs, rng, setting, hint, seen):
     """The number of tensors found finite (output and gradients)."""
     def fail(what, found):
-        why = _UNDERFLOW_HINT if kind.has(ATTN_WEIGHTS) and _underflowed(found[1], seen) else hint
+        why = _ATTENTION_UNDERFLOW_HINT if kind.has(ATTN_WEIGHTS) and _underflowed(found[1], seen) else hint
         _fail(kind, what, found, setting, why + _reported(seen))
 
     out = subject.run("forward", module.forward, *subject.complete(inputs))

@@ -41,7 +41,9 @@ def test_correct_variants_pass(run, zoo, kind, name, dtype):
     ("softmax", "finite_bad_softmax_global_max.py",
      ["softmax(x) is NaN", "0/0", "underflowed to 0", "each row's own", "x.max(axis=-1, keepdims=True)"]),
     ("attention", "finite_bad_attention_global_max.py",
-     ["forward's output is NaN", "0/0", "underflowed to 0", "each row's own", "underflow encountered in exp"]),
+     ["forward's output is NaN", "0/0", "underflowed to 0", "not the row's own", "underflow encountered in exp"]),
+    ("attention", "finite_bad_attention_max_before_mask.py",
+     ["forward's output is NaN", "0/0", "taken before the mask", "fill the masked scores with -inf first"]),
 ])
 def test_overflow_is_caught(run, zoo, kind, name, words, dtype):
     record = run(kind, zoo(name), ["finite"], dtype=dtype)["finite"]
