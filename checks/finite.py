@@ -129,9 +129,37 @@ def finite(subject, rng):
     for scaled, setting, float16_hint in settings:
         checked = _probe(subject, kind, cfg, module, scaled, rng, setting, float16_hint if float16 else hint)
     what = " and ".join(s for _, s, _ in settings)
+    if kind.name == "layernorm" and not float16:
+        _shift_invariant(subject, module, x)
+        what += f", and moved by {SHIFT:g} (the output does not move)"
     if subject.no_backward:
         return Outcome(f"output finite with {what} ({subject.no_backward}: gradients not checked)", {"tensors": 1})
     return Outcome(f"output and {checked - 1} gradients finite with {what}", {"tensors": checked})
+
+
+SHIFT = 3e3            # layernorm: a common offset of the row, which normalising removes
+SHIFT_TOLERANCE = 2e-2  # of the output's size: the offset rounds x by ~2e-4 in float32; cancellation moves it by ~1
+
+
+def _shift_invariant(subject, module, x):
+    """LayerNorm(x + SHIFT) is LayerNorm(x) (the row's mean is removed): a variance computed as
+    mean(x**2) - mean(x)**2 cancels every digit at a large mean in float32 and fails (NaN or ~1 off)."""
+    out = subject.forward(module, x.copy()).astype(np.float64)
+    # the raw output (forward's validation would call a NaN here an error "on ordinary inputs")
+    moved = subject.run("forward", module.forward, (x.astype(np.float64) + SHIFT).astype(x.dtype))
+    nonfinite = _nonfinite(moved, "forward", out.shape)
+    scale = float(np.max(np.abs(out), initial=0.0))
+    with np.errstate(all="ignore"):
+        err = float("nan") if nonfinite else float(np.max(np.abs(np.asarray(moved, np.float64) - out), initial=0.0))
+    if err <= SHIFT_TOLERANCE * max(scale, 1e-30):
+        return
+    found = "NaN or inf" if err != err else f"{err:.3g} ({err / max(scale, 1e-30):.2g} of the output's size)"
+    raise CheckFailure(
+        f"layernorm: forward(x + {SHIFT:g}) differs from forward(x) by {found}; normalising removes each row's "
+        "mean, so a common offset must not move the output. A variance computed as mean(x**2) - mean(x)**2 loses "
+        "its digits to cancellation when the mean is large (float32 keeps 7; negative, it is NaN under the sqrt): "
+        "compute it from the centred values, ((x - mean)**2).mean(axis=-1, keepdims=True), or x.var(axis=-1)",
+        {"shift": SHIFT, "max_error": err})
 
 
 def _probe(subject, kind, cfg, module, inputs, rng, setting, hint):

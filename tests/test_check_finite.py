@@ -56,3 +56,11 @@ def test_overflow_is_caught(run, zoo, kind, name, words, dtype):
 def test_naive_softmax_passes_ordinary_checks(run, zoo):
     # the bug only shows at large magnitudes: the ordinary row check is satisfied
     assert run("softmax", zoo("finite_bad_functions_naive.py"), ["softmax_rows"])["softmax_rows"].ok
+
+
+def test_a_layernorm_whose_variance_cancels_at_a_large_mean_fails_in_float32(run, zoo):
+    """mean(x**2) - mean(x)**2: exact enough in float64, NaN in float32 once the row's mean is 3000 (a probe)."""
+    assert run("layernorm", zoo("finite_bad_layernorm_naive_variance.py"), ["finite"])["finite"].status == "pass"
+    record = run("layernorm", zoo("finite_bad_layernorm_naive_variance.py"), ["finite"], dtype="float32")["finite"]
+    assert record.status == "fail", record.message
+    assert "forward(x + 3000) differs from forward(x)" in record.message and "cancellation" in record.message
