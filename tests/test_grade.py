@@ -267,6 +267,11 @@ def test_rubric_points_visibility_and_partial_credit(tmp_path):
     overfit = {"name": "overfit", "status": "fail",
                "metrics": {"reference_final_loss": 1.0, "reference_drop": 2.0, "limit": 2.0, "lowest_loss": 2.5}}
     assert rubric_mod.credit(rules["overfit"], overfit) == pytest.approx(1.5)   # half way to the bar
+    # the numbers behind the points are in the student's output (the check's message does not show them)
+    words = rubric_mod.partial_words(rules["overfit"], overfit, 1.5)
+    assert "partial credit: 1.5 of 3 points: your lowest loss was 2.5, 50% of the way from the starting loss 3 " \
+           "to the bar 2" in words
+    assert rubric_mod.partial_words(rules["gradient"], {"name": "gradient", "status": "fail"}, 0) == ""
     assert rubric_mod.credit(rules["gradient"], {"name": "gradient", "status": "fail"}) == 0
     assert rubric_mod.credit(rules["gradient"], {"name": "gradient", "status": "skip"}) == 0
 

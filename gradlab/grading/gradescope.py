@@ -9,7 +9,7 @@ is the sum of the tests'; gradlab's version, the seed and the resume key go in
 """
 import shlex
 
-from gradlab.grading.rubric import credit
+from gradlab.grading.rubric import credit, partial_words
 
 STATUS = {True: "passed", False: "failed"}
 
@@ -29,7 +29,7 @@ def results_json(student_result, rubric, seed, version, key=None):
                 "score": score,
                 "max_score": rule.points,
                 "status": STATUS[score >= rule.points],
-                "output": _output(record, kind, check, impl, seed),
+                "output": _output(record, kind, check, impl, seed) + partial_words(rule, record, score),
                 "visibility": rule.visibility,
                 "tags": [kind, record["status"]],
             })

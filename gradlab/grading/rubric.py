@@ -218,6 +218,20 @@ def _visibility(value, at):
     return value
 
 
+def partial_words(rule, record, score):
+    """For a failed check with partial credit: how its points were worked out (the numbers are in no
+    message otherwise); "" for the others."""
+    if not (rule.partial and record["status"] == "fail" and record["name"] == "overfit"):
+        return ""
+    m = record.get("metrics") or {}
+    try:
+        start = m["reference_final_loss"] + m["reference_drop"]
+        return (f"\npartial credit: {score:g} of {rule.points:g} points: your lowest loss was {m['lowest_loss']:.4g}, "
+                f"{_degree_overfit(m):.0%} of the way from the starting loss {start:.4g} to the bar {m['limit']:.4g}")
+    except (KeyError, TypeError, ValueError):
+        return f"\npartial credit: {score:g} of {rule.points:g} points"
+
+
 def credit(rule, record):
     """Points a CheckRecord (a dict) earns under `rule`."""
     if record["status"] == "pass":
