@@ -16,6 +16,8 @@ entries, so the mask is visible from the output. Checked:
 """
 import numpy as np
 
+from gradlab.contract.numbers import distinct
+
 from gradlab.contract.errors import CheckFailure
 from gradlab.contract.kinds import STOCHASTIC
 from gradlab.contract.records import table
@@ -89,12 +91,16 @@ def _training(kind, s, p, rng, rows):
     n, k = out.size, int(kept.sum())
     scale = 1 / (1 - p)
     tol = max(_tol(out.dtype), _tol(s.cfg.np_dtype)) * 10
-    if k and not np.allclose(ratio[kept], scale, rtol=tol, atol=0):
+    # a mask or scale kept in float32 (1/(1-p) rounded to it) is float32 arithmetic inside, judged as float32
+    # (CONTRACT §6): as sound as the exact scale
+    rounded = float(np.float32(scale))
+    if k and not np.allclose(ratio[kept], scale, rtol=tol, atol=0) and \
+            not np.allclose(ratio[kept], rounded, rtol=_tol(np.dtype(np.float64)) * 10, atol=0):
         r = float(np.median(ratio[kept]))
         why = ("kept entries are not scaled: inverted dropout multiplies them by 1/(1-p) while training, so "
                "the expectation stays x" if abs(r - 1) < 1e-6 else
                "kept entries are scaled by (1-p) instead of 1/(1-p)" if abs(r - (1 - p)) < 1e-6 else
-               f"kept entries are x times {r:.6g}, not 1/(1-p) = {scale:.6g}")
+               _scale_words(r, scale, ratio[kept]))
         raise CheckFailure(f"{kind.name}: p={p}, training=True: {why}", {"p": p, "scale": r})
     _independent(kind, kept, p, rows)
     # the expectation: mean(out / x) = 1 (each ratio is 0 or 1/(1-p): mean 1, variance p/(1-p))
@@ -133,6 +139,16 @@ def _training(kind, s, p, rng, rows):
 
 
 AXES = ("batch", "position", "feature")
+
+
+def _scale_words(r, scale, ratios):
+    """'kept entries are x times r, not 1/(1-p)', with as many digits as tell the two apart, and the likely
+    cause when r is 1/(1-p) rounded to float16 (a mask or a scale kept in float16)."""
+    shown, wanted = distinct(r, scale)
+    words = f"kept entries are x times {shown}, not 1/(1-p) = {wanted} ({abs(r / scale - 1):.1e} off)"
+    if np.allclose(ratios, float(np.float16(scale)), rtol=1e-6, atol=0):
+        return words + ": 1/(1-p) rounded to float16 (a mask or scale kept in float16); compute it in float32 at least"
+    return words
 
 
 def _independent(kind, kept, p, rows):

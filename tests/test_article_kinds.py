@@ -42,6 +42,8 @@ TABLE = [
     ("art_chunked_drops_tail.py", "chunked_attention", "chunking", ["last, shorter chunk", "range(0, T, chunk_size)"]),
     ("art_chunked_full_scores.py", "chunked_attention", "memory", ["grows like T**", "(T, T)"]),
     ("art_dropout_ok.py", "dropout", None, []),
+    ("art_dropout_ok_float32_mask.py", "dropout", None, []),
+    ("art_dropout_float16_mask.py", "dropout", "dropout", ["kept entries are x times 1.42871", "rounded to float16"]),
     ("art_dropout_always_on.py", "dropout", "dropout", ["training=False", "identity"]),
     ("art_dropout_no_scale.py", "dropout", "dropout", ["not scaled", "1/(1-p)"]),
     ("art_dropout_keep_prob.py", "dropout", "dropout", ["probability of keeping"]),
