@@ -74,7 +74,7 @@ def mixed_precision(subject, rng):
             scales["yours"].append(got_scale)
             skipped += not got_applied
             if got_applied != want_applied or err > UPDATE_TOL * max(size, 1e-30):
-                _fail_step(kind, mode, k, what, scale, got_applied, want_applied, got, want, rows)
+                _fail_step(kind, mode, k, what, scale, got_applied, want_applied, got, want, rows, g16, cfg.lr)
         final, got_final = float(ours.loss_scale), _scale(theirs_subject, theirs)
         if got_final != final:
             _fail_scale(kind, mode, cfg, len(steps), steps, got_final, final, rows, scales)
@@ -120,7 +120,7 @@ def _run_student(subject, theirs, g16):
     return bool(applied), {k: v.astype(np.float64) for k, v in master.items()}
 
 
-def _fail_step(kind, mode, k, what, scale, got_applied, want_applied, got, want, rows):
+def _fail_step(kind, mode, k, what, scale, got_applied, want_applied, got, want, rows, g16, lr):
     where = f"{mode} loss scaling, step {k} ({what} gradients, loss scale {scale:g})"
     moved = any(np.any(got[n] != 0) for n in SHAPES)
     if not want_applied:
@@ -131,12 +131,38 @@ def _fail_step(kind, mode, k, what, scale, got_applied, want_applied, got, want,
     elif not got_applied:
         cause = "the gradients are finite, so the step must be applied and return True; yours skipped it"
     else:
-        cause = _update_cause(what, scale, got, want)
+        cause = _update_cause(what, scale, got, want, g16, lr)
     raise CheckFailure(f"{kind.name}: {where}: {cause}", {"step": k, "loss_scale": scale},
                        {"views": [table("loss scaling, step by step", rows)]})
 
 
-def _update_cause(what, scale, got, want):
+def _in_float16(g16, scale, lr):
+    """The two places float16 can round a step of small gradients: (the update's words, the master weights
+    after one step from zero) for the unscaling in float16, and for the update lr * g in float16."""
+    f16 = np.float16
+    unscaled = {k: -(lr * (g / f16(scale)).astype(np.float32)) for k, g in g16.items()}
+    update = {k: -(f16(lr) * (g.astype(np.float32) / np.float32(scale)).astype(f16)).astype(np.float32)
+              for k, g in g16.items()}
+    return [("they were unscaled in float16, where values below 6.1e-05 lose precision and below 6e-08 "
+             "underflow to 0; cast the gradients to float32 first, then divide by loss_scale", unscaled),
+            ("they were unscaled in float32, but the update lr * grad was computed in float16 (a float16 lr, or the "
+             "gradient cast back to float16), where values below 6.1e-05 lose precision and below 6e-08 underflow "
+             "to 0; keep the update in float32: master -= lr * grad32", update)]
+
+
+def _in_float16_words(got, g16, scale, lr):
+    """Which float16 rounding reproduces the student's step; both words when they give the same numbers (an
+    lr of 1 rounds nothing more)."""
+    variants = _in_float16(g16, scale, lr)
+    off = [max(float(np.max(np.abs(got[n] - v[n].astype(np.float64)))) for n in SHAPES) for _, v in variants]
+    if off[0] == off[1]:
+        return ("they were rounded to float16 after the loss scale came off (unscaled in float16, or the update "
+                "lr * grad computed in float16), where values below 6.1e-05 lose precision and below 6e-08 underflow "
+                "to 0; cast the gradients to float32 first, divide by loss_scale, and update in float32")
+    return variants[int(off[1] < off[0])][0]
+
+
+def _update_cause(what, scale, got, want, g16=None, lr=None):
     g = np.concatenate([got[n].ravel() for n in SHAPES])
     w = np.concatenate([want[n].ravel() for n in SHAPES])
     ww = float(w @ w)
@@ -149,10 +175,9 @@ def _update_cause(what, scale, got, want):
         return "the update is 1/loss_scale of the reference's: the gradients are divided by loss_scale twice"
     if what.startswith("small"):
         zeros = int(np.sum((g == 0) & (w != 0)))
+        words = _in_float16_words(got, g16, scale, lr)
         return (f"gradients of about 1e-7 came out wrong ({zeros} of {w.size} became 0; worst relative error "
-                f"{float(np.max(np.abs(g - w)) / np.abs(w).max()):.2g}): they were unscaled in float16, where values "
-                "below 6.1e-05 lose precision and below 6e-08 underflow to 0; cast the gradients to float32 first, "
-                "then divide by loss_scale")
+                f"{float(np.max(np.abs(g - w)) / np.abs(w).max()):.2g}): {words}")
     if proportional:
         return f"the update is {c:.4g} x the reference's -lr * half_grad.astype(float32) / loss_scale"
     return (f"the update differs from the reference's -lr * half_grad.astype(float32) / loss_scale (largest "

@@ -35,6 +35,17 @@ def test_each_quiet_bug_is_named(zoo, run, impl, words):
             assert w in record.message, (w, record.message)
 
 
+@pytest.mark.parametrize("impl, words", [
+    ("mp_bad_unscale_in_half.py", ["they were unscaled in float16", "cast the gradients to float32 first"]),
+    ("mp_bad_update_in_half.py", ["unscaled in float32, but the update lr * grad was computed in float16"]),
+])
+def test_where_float16_rounded_the_step_is_told_when_lr_tells_it(zoo, run, impl, words):
+    """At lr = 1 (the kind's default) the two roundings give the same numbers, and the message names both; at
+    another lr only one reproduces the step."""
+    record = run("mixed_precision", zoo(impl), seed=0, lr=0.5)["mixed_precision"]
+    assert record.status == "fail" and all(w in record.message for w in words), record.message
+
+
 def test_bad_loss_scaling_option_is_a_usage_error(run):
     with pytest.raises(UsageError, match="loss_scaling='banana': must be one of 'dynamic', 'static'"):
         run("mixed_precision", loss_scaling="banana")
