@@ -23,6 +23,10 @@ def _expected(kind, expected):
             "them, and backward fills their gradients")
 
 
+def _found(slots):
+    return f"{len(slots)} parameter{'' if len(slots) == 1 else 's'} found"
+
+
 @check("smoke", order=0, summary="the module builds, and forward/backward (or the function) return arrays of the right shape")
 def smoke(subject, rng):
     kind, cfg = subject.kind, subject.cfg
@@ -41,9 +45,9 @@ def smoke(subject, rng):
                                    f"{subject.explain_slots(module)}")
         if subject.no_backward:
             return Outcome(f"builds; forward runs; {subject.no_backward}, so the checks that need gradients are "
-                           f"skipped and the forward checks run; {len(slots)} parameters found (the float arrays "
+                           f"skipped and the forward checks run; {_found(slots)} (the float arrays "
                            "it holds)", {"parameters": len(slots), "forward_only": True})
-        return Outcome(f"builds; forward and backward run; {len(slots)} parameters found",
+        return Outcome(f"builds; forward and backward run; {_found(slots)}",
                        {"parameters": len(slots)})
     if kind.form == "scheduler":
         Scheduler(subject, subject.build()).next()
