@@ -135,7 +135,7 @@ def test_a_misbehaving_module_errors_its_check_and_exits_1(tmp_path, capsys, cha
     lines = out.splitlines()
     assert lines[0].startswith("ERROR  layernorm::smoke") and words in lines[0]
     assert lines[1].startswith(" skip  layernorm::gradient") and "precondition" in lines[1]
-    assert "1 errors" in out and "replay with: --seed 0" in out
+    assert "1 errors" in out and "replay with: gradlab check " in out and "--seed 0" in out
     assert "Traceback" not in out
 
 

@@ -252,7 +252,7 @@ def cmd_check(args):
         write_report(result, report_path, replay=plan.replay())
         print(f"report: {report_shown}")
     if not result.passed:
-        print(f"replay with: --seed {kind_results[0].seed}")
+        print(f"replay with: {plan.replay() or f'--seed {kind_results[0].seed}'}")
     return 0 if result.passed else 1
 
 
