@@ -63,6 +63,7 @@ TABLE = [
     ("art_cross_mask_inverted.py", "cross_attention", "key_padding", ["looks inverted", "True means padded"]),
     ("art_cross_neginf_nan.py", "cross_attention", "key_padding", ["every key of sample 0 padded", "nan"]),
     ("art_decoder_ok.py", "decoder_layer", None, []),
+    ("backward_ok_decoder_float32_layernorm.py", "decoder_layer", None, []),     # float32 LayerNorms inside
     ("art_decoder_self_not_causal.py", "decoder_layer", "causality", ["position 0 sees the future"]),
     ("art_decoder_cross_causal.py", "decoder_layer", "reference", ["causal mask in the cross-attention"]),
     ("art_seq2seq_ok.py", "seq2seq", None, []),
