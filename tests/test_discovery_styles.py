@@ -420,3 +420,30 @@ def test_tensor_like_caches_made_by_forward_are_not_parameters():
             return g
 
     assert list(discover(M())) == ["w"]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_children_called_with_dunder_call_and_holding_parameter_objects_are_walked(zoo, all_pass, dtype):
+    """A probe's encoder layer: children with __call__ instead of forward, holding Parameter objects or children
+    of their own and no array directly. They were taken for functions: smoke found no parameters, every other
+    check was skipped (CONTRACT §2: child modules may be objects of any class)."""
+    for seed in (1, 2):
+        all_pass(gradlab.check("encoder_layer", impl=zoo("discovery_ok_encoder_callable_children.py"), seed=seed,
+                               dtype=dtype), seed)
+
+
+def test_functions_methods_and_partials_are_not_children():
+    import functools
+
+    class Holder:
+        def __init__(self):
+            self.w, self.dw = np.ones(3), np.zeros(3)
+            self.act = np.tanh
+            self.fn = lambda x: x
+            self.part = functools.partial(np.add, 1)
+            self.meth = self.forward
+
+        def forward(self, x):
+            return x
+
+    assert [s.name for s in find_slots(Holder())] == ["w"]

@@ -371,19 +371,27 @@ def _grads_sequence(obj):
     return None
 
 
-def _is_module_like(value):
-    if isinstance(value, (_SCALARS, np.ndarray, type, list, tuple, dict)) or _param_field(value):
+_FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType,
+              functools.partial)
+
+
+def _is_module_like(value, depth=0):
+    """A child module: an object (of any class: with forward, or __call__ and a back() of its own, or neither)
+    that holds arrays, Parameter objects or child modules of its own; not a function, a method, a parameter
+    or a value."""
+    if isinstance(value, (_SCALARS, np.ndarray, type, list, tuple, dict, *_FUNCTIONS)) or _param_field(value):
         return False
-    if callable(value) and not hasattr(value, "forward"):
-        return False                    # a function or a method, not a module
     if type(value).__module__.split(".")[0] in _NOT_MODULES and not isinstance(value, types.SimpleNamespace):
         return False                    # (a SimpleNamespace is a plain bag of attributes: a module built by a factory)
     if hasattr(value, "forward") or hasattr(value, "params") or hasattr(value, "parameters"):
         return True
     try:
-        return any(isinstance(v, np.ndarray) for v in attributes(value).values())
+        held = list(attributes(value).values())
     except StudentError:
         return True
+    # (PyTorch-minded children: __call__ instead of forward, Parameter objects instead of arrays)
+    return any(isinstance(v, np.ndarray) or _param_field(v) for v in held) or \
+        (depth < 2 and any(_is_module_like(v, depth + 1) for v in held if not isinstance(v, (list, tuple, dict))))
 
 
 def _children(value):
