@@ -447,3 +447,17 @@ def test_functions_methods_and_partials_are_not_children():
             return x
 
     assert [s.name for s in find_slots(Holder())] == ["w"]
+
+
+def test_a_names_list_on_the_class_names_the_params_list():
+    class Affine:
+        names = ["W", "b"]                       # kept on the class, as CS231n-style code does
+
+        def __init__(self):
+            self.params = [np.ones((3, 2)), np.zeros(2)]
+            self.grads = [np.zeros((3, 2)), np.zeros(2)]
+
+        def forward(self, x):
+            return x @ self.params[0] + self.params[1]
+
+    assert [s.name for s in find_slots(Affine())] == ["W", "b"]

@@ -209,7 +209,7 @@ class _Search:
                 self._entry(obj, prefix + str(key), value, ("dict", lambda o=obj: _grads_mapping(o), key))
             return True
         if isinstance(params, (list, tuple)) and _holds_parameters(params):
-            names = _position_names(attrs, len(params))
+            names = _position_names(attrs, len(params), obj)
             for i, value in enumerate(params):
                 self._entry(obj, prefix + names[i], value, ("list", lambda o=obj: _grads_sequence(o), i))
             return True
@@ -342,9 +342,16 @@ def _child(container, key):
     return None
 
 
-def _position_names(attrs, n):
+def _position_names(attrs, n, obj=None):
+    """The names of a params list's n entries: a `names` / `param_names` list of the instance, or of its class
+    (CS231n-style code keeps one on the class), else params[i]."""
     for key in NAME_LISTS:
         names = attrs.get(key)
+        if names is None and obj is not None:
+            try:
+                names = getattr(type(obj), key, None)
+            except Exception:
+                names = None
         if isinstance(names, (list, tuple)) and len(names) == n and all(isinstance(s, str) for s in names) \
                 and len(set(names)) == n:
             return list(names)
