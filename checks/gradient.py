@@ -431,12 +431,23 @@ class LossSetup:
             self.repeated = True
             self.calls += 1
         arr, eps_num, numerics, measured = logits, _eps(logits, grad), None, None
-        if eps_num > EPS["float64"]:
+        # float32 arithmetic returned as float64 (a float32 loss, a gradient of float32 numbers cast back): the loss
+        # the finite differences read rounds like float32, whatever the logits are; no float64 call escapes it
+        loss_arr = np.asarray(loss)
+        inside = max(eps_of(loss_arr.dtype) if loss_arr.dtype.kind == "f" else 0.0,
+                     computed_eps([np.asarray(grad)], full_mantissas=True))
+        if inside > eps_num:
+            eps_num = inside
+            self.note = "it computes in float32 whatever the logits' dtype (its loss or its gradient is float32 numbers)"
+        elif eps_num > EPS["float64"]:
             logits64 = logits.astype(np.float64)
             loss64, grad64 = call_cross_entropy(s, logits64.copy(), targets.copy(), self.ignore_index)
             self.calls += 1
             if grad64.dtype != np.float64:
                 self.note = f"called with float64 logits it still returns {grad64.dtype}"
+            elif max(eps_of(np.asarray(loss64).dtype) if np.asarray(loss64).dtype.kind == "f" else 0.0,
+                     computed_eps([np.asarray(grad64)], full_mantissas=True)) > EPS["float64"]:
+                self.note = "called with float64 logits it still computes in float32 (a float32 loss or gradient)"
             elif abs(loss64 - loss) > TWIN_MATCH * (abs(loss64) + 1):
                 self.note = f"with float64 logits it returns a different loss ({loss64:.6g} vs {loss:.6g})"
             else:
@@ -458,7 +469,7 @@ class LossSetup:
         tensors = [Tensor("logits", arr, grad.astype(np.float64), measured)]
         # grad was computed from `logits`: a float32 computation stays float32-accurate even when a
         # division by an int64 count promotes the returned array to float64
-        eps_an = _eps(logits, grad)
+        eps_an = max(_eps(logits, grad), inside)
         if s.kind.has(SMOOTHING):
             eps_an = max(eps_an, LOG_GUARD / 100)   # see subject.LOG_GUARD: np.log(p + 1e-10) is no bug
         problem = Problem(tensors, f, f_abs, eps_num, eps_an, numerics, context, label)

@@ -33,6 +33,7 @@ TABLE = [
     ("art_warmup_class_counter.py", "warmup", "trajectory", ["shared between instances", "class attribute"]),
     ("art_warmup_starts_at_one.py", "warmup", "trajectory", ["step 1", "step + 1"]),
     ("art_label_smoothing_ok_article.py", "label_smoothing", None, []),
+    ("art_label_smoothing_ok_float32_inside.py", "label_smoothing", None, []),
     ("art_label_smoothing_sum.py", "label_smoothing", "smoothing", ["epsilon = 0", "summed over the positions"]),
     ("art_label_smoothing_v_minus_1.py", "label_smoothing", "smoothing", ["epsilon / (V - 1)"]),
     ("art_label_smoothing_no_uniform.py", "label_smoothing", "smoothing", ["uniform part is missing"]),
