@@ -52,8 +52,14 @@ def mixed_precision(subject, rng):
     kind = subject.kind
     conversions(subject, rng)
     rows, views, skipped = [], [], 0
-    for mode in ("static", "dynamic"):
-        cfg = subject.cfg.replace(loss_scaling=mode)
+    base = subject.cfg
+    # the third run moves the scale and the interval: a loss_scale or growth_interval hard-coded to the default
+    moved = {"loss_scale": base.loss_scale / 4, "growth_interval": base.growth_interval + 2}
+    for mode, changes in (("static", {}), ("dynamic", {}), ("dynamic", moved)):
+        cfg = base.replace(loss_scaling=mode, **changes)
+        if changes:
+            mode = (f"dynamic (gradlab's third run: cfg.loss_scale = {cfg.loss_scale:g}, cfg.growth_interval = "
+                    f"{cfg.growth_interval})")
         steps = script(cfg, rng)
         theirs_subject = subject.with_cfg(cfg)
         theirs, ours = theirs_subject.build(), reference_impl().get(kind.name).target(cfg)
@@ -82,7 +88,8 @@ def mixed_precision(subject, rng):
     views.insert(0, table("loss scaling, step by step", rows))
     return Outcome(f"to_half_precision / to_full_precision convert as the articles; {len(rows)} steps of static and "
                    f"dynamic loss scaling match the reference (unscaled in float32, {skipped} inf/NaN steps skipped, "
-                   f"the scale halves on overflow and doubles after {subject.cfg.growth_interval} good steps)",
+                   f"the scale halves on overflow and doubles after {subject.cfg.growth_interval} good steps; again "
+                   f"from loss_scale {moved['loss_scale']:g}, growth_interval {moved['growth_interval']})",
                    {"steps": len(rows), "skipped_steps": skipped}, {"views": views})
 
 

@@ -554,6 +554,24 @@ def _scheduler(subject):
     values += first.take(steps[-1] - 1)
     outcome = _compare_schedule(subject, steps, [values[s - 1] for s in steps])
     outcome.message += "; two instances count their steps separately"
+    # again built with warmup_steps moved: a scheduler that hard-codes the default matches it at the default only
+    other = subject.with_cfg(cfg.replace(warmup_steps=2 * cfg.warmup_steps + 1))
+    moved_steps = _steps(other.cfg.warmup_steps)[:-1]        # (the farthest step: no other warmup shows there)
+    third = Scheduler(other, other.build())
+    moved = [third.next()] + third.take(moved_steps[-1] - 1)
+    got = [moved[s - 1] for s in moved_steps]
+    try:
+        _compare_schedule(other, moved_steps, got)
+    except CheckFailure as e:
+        ref = reference_impl().get("schedule").target
+        if all(abs(g - ref(s, cfg.d_model, cfg.warmup_steps)) <= 1e-6 * abs(g) for s, g in zip(moved_steps, got)):
+            raise CheckFailure(f"{subject.kind.name}: right with warmup_steps = {cfg.warmup_steps}, but built with "
+                               f"cfg.warmup_steps = {other.cfg.warmup_steps} it still follows warmup_steps = "
+                               f"{cfg.warmup_steps}: build(cfg) does not pass cfg.warmup_steps on (a hard-coded "
+                               f"{cfg.warmup_steps}?)", {"warmup_steps": other.cfg.warmup_steps},
+                               e.details) from None
+        raise
+    outcome.message += f"; and again built with warmup_steps = {other.cfg.warmup_steps}"
     return outcome
 
 

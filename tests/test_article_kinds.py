@@ -32,6 +32,8 @@ TABLE = [
     ("art_warmup_ok_step.py", "schedule", None, []),
     ("art_warmup_class_counter.py", "warmup", "trajectory", ["shared between instances", "class attribute"]),
     ("art_warmup_starts_at_one.py", "warmup", "trajectory", ["step 1", "step + 1"]),
+    ("art_warmup_hardcoded_steps.py", "warmup", "trajectory", ["cfg.warmup_steps = 9 it still follows warmup_steps = 4",
+                                                              "does not pass cfg.warmup_steps on"]),
     ("art_label_smoothing_ok_article.py", "label_smoothing", None, []),
     ("art_label_smoothing_ok_float32_inside.py", "label_smoothing", None, []),
     ("art_label_smoothing_sum.py", "label_smoothing", "smoothing", ["epsilon = 0", "summed over the positions"]),

@@ -13,6 +13,7 @@ BROKEN = [
     ("mp_bad_never_grows.py", ["dynamic loss scaling", "after step 7", "doubles the scale after growth_interval = 4"]),
     ("mp_bad_half_converts_all.py", ["to_half_precision converted integer token ids", "only float32 arrays",
                                      "above 2048"]),
+    ("mp_bad_hardcoded_scale.py", ["gradlab's third run: cfg.loss_scale = 256", "must be cfg.loss_scale = 256"]),
     ("mp_bad_half_converts_floats.py", ["to_half_precision converted a float64 array", "v.dtype == np.float32"]),
 ]
 
