@@ -43,6 +43,8 @@ TABLE = [
     ("art_chunked_ok_causal.py", "chunked_attention", None, []),
     ("art_chunked_local_mask.py", "chunked_attention", "chunking", ["causal=True", "global positions"]),
     ("art_chunked_drops_tail.py", "chunked_attention", "chunking", ["last, shorter chunk", "range(0, T, chunk_size)"]),
+    ("art_chunked_concat_drops_tail.py", "chunked_attention", "smoke", ["returned shape", "the last, shorter chunk",
+                                                                        "range(0, T, chunk_size)"]),
     ("art_chunked_full_scores.py", "chunked_attention", "memory", ["grows like T**", "(T, T)"]),
     ("art_dropout_ok.py", "dropout", None, []),
     ("art_dropout_ok_float32_mask.py", "dropout", None, []),

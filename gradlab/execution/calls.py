@@ -26,7 +26,13 @@ def call_chunked(subject, Q, K, V, chunk_size, causal=None, copies=True):
     copies=False: the function gets the caller's own arrays (input_mutation watches them)."""
     args = tuple(a.copy() if copies else a for a in (Q, K, V)) + (chunk_size,) + (() if causal is None else (causal,))
     what = f"{subject.kind.name}(Q, K, V, chunk_size={chunk_size}" + ("" if causal is None else f", causal={causal}") + ")"
-    return as_float_array(subject.call(*args, what=what), what, Q.shape[:-1] + V.shape[-1:])
+    out = subject.call(*args, what=what)
+    T = Q.shape[-2]
+    got_T = getattr(out, "shape", (None, None))[-2] if getattr(out, "ndim", 0) >= 2 else None
+    hint = (f": the last, shorter chunk (T = {T} in chunks of {chunk_size}) is dropped; loop over "
+            f"range(0, T, chunk_size) and slice [start:start + chunk_size], which is shorter at the end"
+            if got_T == (T // chunk_size) * chunk_size and got_T != T else "")
+    return as_float_array(out, what, Q.shape[:-1] + V.shape[-1:], hint)
 
 
 def accepts(fn, n_args):
