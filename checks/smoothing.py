@@ -44,7 +44,9 @@ def _variants(logits, targets, eps):
          "distribution, y = (1 - epsilon) * one_hot + epsilon / V", _smoothed(logits, targets, 0.0)),
         ("the uniform part is missing: y = (1 - epsilon) * one_hot; add epsilon / V to every class",
          _smoothed(logits, targets, eps, off_target=0.0)),
-    ]
+    ] + [(f"the epsilon argument is not used: the loss is the reference's at epsilon = {other} (an epsilon fixed "
+          "inside the function, or a default that wins over the argument?)", _smoothed(logits, targets, other))
+         for other in sorted({0.1, *EPSILONS} - {0.0, eps})]
 
 
 def _close(got, want, tol):
