@@ -164,11 +164,7 @@ def run_limits(args):
     (--timeout is checked with the run, by options.check_timeout)."""
     for flag, value in (("--wall-time", args.wall_time), ("--max-memory", args.max_memory),
                         ("--max-output", args.max_output)):
-        if value is None or not value >= 0 or value == float("inf"):
-            raise options.refuse(f"{flag} {value}", "must be a number >= 0", f"e.g. {flag} 0 for no limit")
-    if args.max_memory and args.max_memory < 256:
-        raise options.refuse(f"--max-memory {args.max_memory}", "is less than NumPy alone needs",
-                             "give at least 256 (MB), or 0 for no limit")
+        options.check_limit(flag, value)
     # fork=True: this process is gradlab's own (it never imports the student's code), as a grading job
     # is, so a worker may be forked from it where zygote.refusal finds nothing against it (README)
     # spin=True: one worker at a time (Limits.spins)

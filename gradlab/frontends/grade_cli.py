@@ -70,15 +70,8 @@ def cmd_grade(args):
         limits = dataclasses.replace(limits, call=options.check_timeout(args.call_timeout, "--call-timeout"))
     for flag, value, field in (("--max-memory", args.max_memory, "memory_mb"),
                                ("--max-output", args.max_output, "output_mb")):
-        if value is None:
-            continue
-        if not value >= 0 or value == float("inf"):
-            raise options.refuse(f"{flag} {options.shown(value)}", "must be a number >= 0",
-                                 f"e.g. {flag} 0 for no limit")
-        if field == "memory_mb" and 0 < value < 256:
-            raise options.refuse(f"--max-memory {value}", "is less than NumPy alone needs",
-                                 "give at least 256 (MB), or 0 for no limit")
-        limits = dataclasses.replace(limits, **{field: value})
+        if value is not None:
+            limits = dataclasses.replace(limits, **{field: options.check_limit(flag, value)})
     if not args.kinds and not args.rubric:
         raise UsageError("give --kinds K1,K2 (or a --rubric that names the kinds)")
     check_out(args.out, args.submissions)
