@@ -401,6 +401,14 @@ class ModuleSetup:
 
 # ---- loss functions -------------------------------------------------------------
 
+def _loss_eps(loss, grad):
+    """The precision a loss function's results were computed in, as far as they show it: a float32 loss, or a
+    float64 gradient of float32 numbers, is float32 arithmetic (0 when they show nothing coarser than float64)."""
+    loss = np.asarray(loss)
+    return max(eps_of(loss.dtype) if loss.dtype.kind == "f" else 0.0,
+               computed_eps([np.asarray(grad)], full_mantissas=True))
+
+
 class LossSetup:
     """cross_entropy-style functions: grad_logits against the loss they return."""
 
@@ -433,9 +441,7 @@ class LossSetup:
         arr, eps_num, numerics, measured = logits, _eps(logits, grad), None, None
         # float32 arithmetic returned as float64 (a float32 loss, a gradient of float32 numbers cast back): the loss
         # the finite differences read rounds like float32, whatever the logits are; no float64 call escapes it
-        loss_arr = np.asarray(loss)
-        inside = max(eps_of(loss_arr.dtype) if loss_arr.dtype.kind == "f" else 0.0,
-                     computed_eps([np.asarray(grad)], full_mantissas=True))
+        inside = _loss_eps(loss, grad)
         if inside > eps_num:
             eps_num = inside
             self.note = "it computes in float32 whatever the logits' dtype (its loss or its gradient is float32 numbers)"
@@ -445,8 +451,7 @@ class LossSetup:
             self.calls += 1
             if grad64.dtype != np.float64:
                 self.note = f"called with float64 logits it still returns {grad64.dtype}"
-            elif max(eps_of(np.asarray(loss64).dtype) if np.asarray(loss64).dtype.kind == "f" else 0.0,
-                     computed_eps([np.asarray(grad64)], full_mantissas=True)) > EPS["float64"]:
+            elif _loss_eps(loss64, grad64) > EPS["float64"]:
                 self.note = "called with float64 logits it still computes in float32 (a float32 loss or gradient)"
             elif abs(loss64 - loss) > TWIN_MATCH * (abs(loss64) + 1):
                 self.note = f"with float64 logits it returns a different loss ({loss64:.6g} vs {loss:.6g})"

@@ -169,7 +169,7 @@ def _in_float16_words(got, g16, scale, lr):
     return variants[int(off[1] < off[0])][0]
 
 
-def _update_cause(what, scale, got, want, g16=None, lr=None):
+def _update_cause(what, scale, got, want, g16, lr):
     g = np.concatenate([got[n].ravel() for n in SHAPES])
     w = np.concatenate([want[n].ravel() for n in SHAPES])
     ww = float(w @ w)
