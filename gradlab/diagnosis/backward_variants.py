@@ -86,6 +86,9 @@ def _attn(**switches):
     return lambda ref, g: _attention_backward(ref, g, **switches)
 
 
+ABSENT = object()     # a variant's run(ref, g) for a module without the layer it changes (None is lm's dx)
+
+
 # ---- linear: the input gradient through the weight the wrong way round ---------------
 
 def _linear_dx_transposed(ref, g):
@@ -153,9 +156,6 @@ def _block(attn_skip=True, ffn_skip=True, attn_gets=None):
         through_attn = ref.ln1.backward(ref.attn.backward(g if attn_gets == "g" else dh))
         return through_attn + (dh if attn_skip else 0)
     return run
-
-
-ABSENT = object()     # a variant's run(ref, g) for a module without the layer it changes (None is lm's dx)
 
 
 # ---- layers made of layers: every LayerNorm (or attention) inside with one mistake ---------
