@@ -454,6 +454,30 @@ def _what(value):
     return f"a {type(value).__name__}"
 
 
+def shared_children(obj, prefix="", first=None, depth=0):
+    """["ln2 is the same object as ln1 ..."]: child modules reached under two names (self.ln2 = self.ln1), whose
+    parameters discovery finds once, under the first name."""
+    first = {} if first is None else first
+    out = []
+    if depth > MAX_DEPTH:
+        return out
+    try:
+        attrs = attributes(obj)
+    except StudentError:
+        return out
+    for name, value in attrs.items():
+        for suffix, child in _children(value):
+            path = f"{prefix}{name}{suffix}"
+            if id(child) in first:
+                out.append(f"{path} is the same object as {first[id(child)]}: one {type(child).__name__} used "
+                           "twice, with one set of parameters and one forward cache, which the second use "
+                           "overwrites, so build a second one")
+                continue
+            first[id(child)] = path
+            out += shared_children(child, path + ".", first, depth + 1)
+    return out
+
+
 def explain(obj, build_ids=None):
     """One sentence: what discovery looked at on `obj` and what was there, e.g.
     "params is a list of 2 arrays but grads is missing"."""
@@ -490,6 +514,7 @@ def explain(obj, build_ids=None):
     children = [k for k, v in attrs.items() if any(True for _ in _children(v))]
     if children:
         seen.append(f"child modules walked: {', '.join(children[:6])}")
+    seen += shared_children(obj)
     if not seen:
         names = ", ".join(sorted(attrs)[:8]) or "none"
         seen.append(f"{type(obj).__name__} has no params, no parameters() and no float array attributes "
