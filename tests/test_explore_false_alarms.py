@@ -150,3 +150,11 @@ def test_overfit_is_skipped_when_the_reference_run_diverges_too():
     record = gradlab.check("adam", checks=["overfit"], seed=2, dtype="float32", beta1=0.5, beta2=0.0)["overfit"]
     assert record.status == "skip", record.message
     assert "the reference run diverged on the tiny batch too" in record.message
+
+
+def test_a_part_computing_in_float32_is_held_to_the_float32_reference_in_overfit(zoo):
+    """At d_model = 2 a float32 LayerNorm inside the float64 tiny LM learns as the float32 reference does, not as
+    the float64 one (its input gradient is lost to rounding): judged against the float32 curve (a probe, --explore)."""
+    record = gradlab.check("layernorm", impl=zoo("overfit_ok_layernorm_float32_inside.py"), checks=["overfit"],
+                           seed=539107709, seq_len=4, d_model=2, eps=1e-6)["overfit"]
+    assert record.status == "pass" and "the bar is the reference's in float32" in record.message, record.message
