@@ -114,6 +114,19 @@ def repeated_ids(subject, rng):
         ids_repeat = "1 id repeats" if len(repeated) == 1 else f"{len(repeated)} ids repeat"
         return Outcome(f"gradient of {table.name!r} matches {how} on {len(rows)} rows; {ids_repeat} "
                        f"in the batch (max error {float(err.max()):.1e})", metrics)
+    # an embedding alone: g is its output's gradient, so the table's gradient must add up to g's total
+    D = got.shape[-1]
+    alone = kind.name == "embedding" and g.shape[-1] == D
+    total_right = alone and np.allclose(got.sum(axis=0), g.reshape(-1, D).astype(np.float64).sum(axis=0),
+                                        rtol=10 * tol, atol=tol * scale)
+    elsewhere = [r for r in np.flatnonzero(np.abs(got).max(axis=1) > 0) if not np.any(ids == r)] if alone else []
+    if total_right and elsewhere:
+        # every occurrence's gradient arrived, on other rows: the ids backward scattered by are not this batch's
+        raise CheckFailure(
+            f"{kind.name}: gradient of {table.name!r} row {rows[0] if rows[0] in wrong else min(wrong)} is wrong, and "
+            f"row {int(elsewhere[0])} has a gradient though token id {int(elsewhere[0])} is not in the batch: the "
+            "gradients add up to the upstream gradient's total, on the rows of other ids. Backward scatters by ids "
+            "that are not this forward's (kept from an earlier call: set self.ids = ids on every forward)", metrics)
     zero = [r for r in wrong if not got[r].any()]
     if zero:
         row = zero[0]

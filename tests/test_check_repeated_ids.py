@@ -96,3 +96,12 @@ def test_a_zeroed_padding_row_is_caught_on_every_seed_and_named(run, zoo, seed):
     record = record["repeated_ids"]
     assert record.status == "fail", record.message
     assert "row 0 is exactly 0" in record.message and "padding_idx" in record.message, record.message
+
+
+def test_a_backward_scattering_by_stale_ids_is_named(run, zoo):
+    """Every occurrence's gradient arrives, on other rows: not 'row 0 is exactly 0 (padding_idx?)' (a probe)."""
+    for seed in (1, 2, 3):
+        record = run("embedding", zoo("repeated_ids_bad_embedding_stale_ids.py"), ["repeated_ids"],
+                     seed=seed)["repeated_ids"]
+        assert record.status == "fail" and "ids that are not this forward's" in record.message, record.message
+        assert "padding_idx" not in record.message
