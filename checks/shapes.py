@@ -7,7 +7,7 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.execution.harness import describe
-from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, PROBABILITIES, TIED_HEAD, same_layout
+from gradlab.contract.kinds import ATTN_WEIGHTS, CAUSAL, DIFFERENTIABLE, LOSS, PROBABILITIES, TIED_HEAD, same_layout
 from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.weights import plural_match
@@ -136,6 +136,26 @@ def _module_rows(subject, rng, rows, notes):
             rows.add(f"backward output d{spec.name}", spec.shape(cfg), _shape(d) if d is not None else describe(dx),
                      f"backward returns ({names}); d{spec.name} has the shape of forward's {spec.name}")
     _param_rows(subject, module, slots, rows, notes)
+    _shorter_rows(subject, module, rng, rows)
+
+
+def _shorter_rows(subject, module, rng, rows):
+    """A causal module built for cfg.seq_len also takes a shorter sequence (an LM generating, the last batch of
+    an epoch): forward at T - 1 returns T - 1 positions. A causal mask or buffer sized by cfg.seq_len and not
+    sliced to the input's T breaks there."""
+    kind, cfg = subject.kind, subject.cfg
+    if not kind.has(CAUSAL) or len(kind.input_specs()) != 1 or cfg.seq_len < 2:
+        return
+    short = cfg.replace(seq_len=cfg.seq_len - 1)
+    hint = (f"a module built for seq_len = {cfg.seq_len} must take shorter inputs too: a causal mask or buffer "
+            f"sized by cfg.seq_len? build it for cfg.max_len and slice it to the input's T (mask[:T, :T])")
+    what = f"forward output at T = {short.seq_len}"
+    try:
+        out = subject.run("forward", module.forward, *kind.make_inputs(short, rng))
+    except StudentError as e:
+        rows.add(what, kind.output_shape(short), f"raised: {e}", hint)
+        return
+    rows.add(what, kind.output_shape(short), _shape(out), hint)
 
 
 def _param_rows(subject, module, slots, rows, notes):
