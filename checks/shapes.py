@@ -7,7 +7,8 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.execution.harness import describe
-from gradlab.contract.kinds import ATTN_WEIGHTS, CAUSAL, DIFFERENTIABLE, LOSS, PROBABILITIES, TIED_HEAD, same_layout
+from gradlab.contract.kinds import (ATTN_WEIGHTS, CAUSAL, DIFFERENTIABLE, LOSS, PROBABILITIES, TIED_HEAD, core_shape,
+                                    same_layout)
 from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.weights import plural_match
@@ -202,6 +203,11 @@ def _param_rows(subject, module, slots, rows, notes):
         if isinstance(got, tuple) and len(got) == len(shape) + 1 and got[1:] == shape and got[0] in leading:
             # e.g. a bias gradient summed over time only: (B, D) instead of (D,)
             hint += f"; it has an extra leading axis of {got[0]}: sum over {leading[got[0]]} as well"
+        elif isinstance(got, tuple) and core_shape(shape) and len(got) > len(core_shape(shape)) and \
+                got[-len(core_shape(shape)):] == core_shape(shape) and got != shape:
+            # e.g. summed over axis 0 only with keepdims, (1, T, D), or not at all, (B, T, D)
+            hint += (f"; it keeps the leading axes {got[:-len(core_shape(shape))]}: sum over every axis but the "
+                     f"parameter's (batch and time), e.g. g.reshape(-1, {shape[-1]}).sum(axis=0)")
         rows.add(f"gradient of {slot.name!r} ({slot.describe_grad()})", shape, got, hint)
     missing = [name for name in expected if name not in matched]
     if missing and (unmatched or callable(param_map)):

@@ -74,6 +74,8 @@ def test_renamed_params_with_param_map_dict_pass(run, zoo, dtype):
     ("linear", "shapes_bad_linear_no_bias.py", ["parameter 'bias'", "not found", "(20,)", "found only weight"]),
     ("lm", "repeated_ids_ok_tiny_lm.py", ["'blocks.0.ln1.gamma'", "not found", "more"]),
     ("lm", "shapes_bad_lm_untied_head.py", ["parameter 'lm_head'", "ties it to the token embedding", "not a copy"]),
+    ("linear", "shapes_bad_linear_bias_grad_axis0.py", ["gradient of 'biases'", "(1, 5, 7)",
+                                                         "it keeps the leading axes (1, 5)", "reshape(-1, 7).sum(axis=0)"]),
     ("attention", "shapes_bad_attention_mask_fixed_T.py", ["forward output at T = 4", "raised",
                                                            "build it for cfg.max_len and slice it"]),
     ("block", "shapes_bad_block_shared_layernorm.py", ["'ln2.gamma' is not found", "ln2 is the same object as ln1",

@@ -71,6 +71,14 @@ def same_layout(shape, reference):
     return shape == reference
 
 
+def core_shape(shape):
+    """A parameter's shape without leading axes of length 1 (a (1, n) bias holds n numbers, as (n,) does)."""
+    shape = tuple(shape)
+    while shape[:1] == (1,) and len(shape) > 1:
+        shape = shape[1:]
+    return shape
+
+
 def src_len(cfg):
     """The encoder memory's length: different from seq_len, so a swapped axis cannot pass unseen."""
     return cfg.seq_len + 2

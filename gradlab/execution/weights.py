@@ -11,7 +11,7 @@ import numpy as np
 
 from gradlab.execution.discovery import find_slots
 from gradlab.contract.errors import CheckFailure, CheckSkipped
-from gradlab.contract.kinds import same_layout
+from gradlab.contract.kinds import core_shape, same_layout
 from gradlab.execution.subject import randomize_params
 
 
@@ -92,13 +92,6 @@ def _suffix_match(theirs, reference):
             if sum(1 for m, q in pairs if m == n) == 1 and sum(1 for m, q in pairs if q == r) == 1}
 
 
-def _squeezed(shape):
-    shape = tuple(shape)
-    while shape[:1] == (1,) and len(shape) > 1:
-        shape = shape[1:]
-    return shape
-
-
 def plural_match(theirs, reference):
     """{their name: reference name} where their name is the reference's in the plural ("weights", "biases":
     nnfs-style Layer_Dense), under a prefix of their own or not, of the same layout, and pairing uniquely."""
@@ -133,8 +126,8 @@ def _complete(kind_name, mapping, theirs, reference):
 def _unique_shape_match(left, left_ref):
     """{their: ref} when every shape on both sides is unique and they pair up (leading axes of length 1
     aside: a (1, n) bias is the reference's (n,), kinds.same_layout)."""
-    left = {n: _squeezed(s) for n, s in left.items()}
-    left_ref = {n: _squeezed(s) for n, s in left_ref.items()}
+    left = {n: core_shape(s) for n, s in left.items()}
+    left_ref = {n: core_shape(s) for n, s in left_ref.items()}
     shapes, ref_shapes = list(left.values()), list(left_ref.values())
     if len(set(shapes)) != len(shapes) or len(set(ref_shapes)) != len(ref_shapes):
         return None
