@@ -129,6 +129,10 @@ def test_the_progress_bar_only_on_a_terminal():
     (["--set", "d_model=100000", "--steps", "10"], "d_model=100000: too large for lm"),
     (["--steps", "100000000"], "steps=100000000: train at least 10 steps and at most 100,000"),
     (["--seed", "-1"], "--seed -1: must be an integer"),     # it suggested --set seed=0, which is refused
+    # the task sets these: they were accepted and ignored (seq_len, max_len) or ended in a traceback (half)
+    (["--set", "seq_len=20"], "seq_len=20: the task sets it"),
+    (["--set", "max_len=2"], "max_len=2: the task sets it"),
+    (["--set", "half=x"], "half=x: the task's half length must be an integer in [1, 64]"),
 ])
 def test_train_refuses_bad_options_before_training(tmp_path, capsys, argv, words):
     """They trained first, then ended in a traceback (IsADirectoryError, FileNotFoundError, a 224 GiB

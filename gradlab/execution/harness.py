@@ -31,8 +31,8 @@ _installed = False  # our SIGALRM handler is in place (checked once per run, not
 
 
 # the per-call limit's flag differs by front end: `gradlab check --timeout`, `gradlab grade --call-timeout`
-OVERTIME_HINT = ("; an endless loop? If it is just slow, raise the limit for one call (gradlab check --timeout, "
-                 "gradlab grade --call-timeout)")
+OVERTIME_HINT = ("; an endless loop? If it is just slow, raise the limit for one call (gradlab check or train "
+                 "--timeout, gradlab grade --call-timeout)")
 
 def _on_alarm(signum, frame):
     if _armed:

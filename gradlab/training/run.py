@@ -45,8 +45,19 @@ MAX_STEPS = 100_000
 
 
 def config(seed=0, **overrides):
+    for name in ("seq_len", "max_len", "weight_decay"):
+        if name in overrides:         # the task sets these: a value given would be ignored without a word
+            raise UsageError(f"{name}={overrides[name]}: the task sets it, so it cannot be set here (" + (
+                f"its sequences are {2 * DEFAULTS['half']} tokens: {DEFAULTS['half']} tokens and their reversal, or copy)"
+                if name != "weight_decay" else "training runs without weight decay, the reference alike)"))
     base = dict(DEFAULTS)
-    half = overrides.pop("half", base.pop("half"))     # not a cfg field: the task's sequence is 2 * half long
+    given = overrides.pop("half", base.pop("half"))     # not a cfg field: the task's sequence is 2 * half long
+    try:
+        half = int(given)
+    except (TypeError, ValueError):
+        half = 0
+    if not 1 <= half <= 64:
+        raise UsageError(f"half={given}: the task's half length must be an integer in [1, 64]")
     base.update(overrides)
     base.update(seq_len=2 * half, max_len=2 * half, seed=seed, weight_decay=0.0)
     return make_config(Config(), **base), half
