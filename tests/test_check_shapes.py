@@ -120,3 +120,9 @@ def test_cross_entropy_rows(run):
     table = rows(run("cross_entropy", None, ["shapes"])["shapes"])
     assert table["loss"]["actual"] == "()" and table["grad_logits"]["actual"] == str((2, 5, 11))
     assert np.all([r["ok"] for r in table.values()])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_correct_twin_of_the_einsum_attention_bugs_passes(run, zoo, all_pass, dtype):
+    for seed in (1, 2):
+        all_pass(run("attention", zoo("einsum_attention_ok.py"), seed=seed, dtype=dtype), seed)
