@@ -20,8 +20,12 @@ CHECK_SIZE = dict(d_model=16, d_ff=32, batch_size=16, lr=1e-2, half=3)
        summary="a language model learns a toy task (reversal) at least half as fast as the reference")
 def train(subject, rng):
     if subject.cfg.dtype == "float16":
-        raise CheckSkipped(f"{subject.kind.name}: training entirely in float16 diverges for gradlab's reference too; "
-                           "the mixed_precision kind checks training with float16 compute")
+        # (the reference itself learns the task in float16: what cannot be judged is a correct model computing in
+        # another order, whose float16 rounding (3 digits) leaves the 1% band around the reference's curve)
+        raise CheckSkipped(f"{subject.kind.name}: the train check holds your loss curve within 1% of the reference's, "
+                           "which float16's 3 significant digits cannot promise a correct model that computes in "
+                           "another order; run it in float32 or float64 (the mixed_precision kind checks training "
+                           "with float16 compute)")
     cfg, half = training.config(int(rng.integers(0, 2**31)), **CHECK_SIZE, dtype=subject.cfg.dtype)
     part = subject.with_cfg(cfg)
     record = training.run_training({subject.kind.name: part}, cfg, half, CHECK_STEPS, "reverse",
