@@ -119,17 +119,18 @@ def _moved_fields(subject, rng):
     returns the words for the fields checked ("eps = 0.1, num_heads = 4") or ""."""
     kind, cfg = subject.kind, subject.cfg
     checked = []
+    # one set of weights and one input for every field: the reference at cfg, and what it outputs there
+    ref = random_reference(kind, cfg, rng, dtype="float64")
+    inputs = subject.make_inputs(rng)
+    args = _in_float64(kind, subject.complete(inputs))
+    base = ref.forward(*args)
+    ref_params = named_params(ref)
     for field, other in MOVED.items():
         value = other(cfg)
         if value is None:
             continue
         moved_cfg = cfg.replace(**{field: value})
-        ref = random_reference(kind, cfg, rng, dtype="float64")
-        inputs = subject.make_inputs(rng)
-        args = _in_float64(kind, subject.complete(inputs))
-        base = ref.forward(*args)
         moved_ref = random_reference(kind, moved_cfg, np.random.default_rng(0), dtype="float64")
-        ref_params = named_params(ref)
         try:
             for name, array in named_params(moved_ref).items():
                 array[...] = ref_params[name]

@@ -9,6 +9,7 @@ one id that occurs once as a control, are compared with finite differences."""
 import numpy as np
 
 from gradlab.contract.errors import CheckFailure, CheckSkipped
+from gradlab.diagnosis.causes import PADDING_HABIT
 from gradlab.contract.kinds import TOKEN_IDS
 from gradlab.contract.suite import Outcome, check
 from gradlab.numerics.repeatable import require_repeatable
@@ -133,8 +134,7 @@ def repeated_ids(subject, rng):
         raise CheckFailure(
             f"{kind.name}: gradient of {table.name!r} row {row} is exactly 0, though token id {row} occurs "
             f"{int(np.sum(ids == row))} time(s) in the batch, at {_occurrences(ids, row)}: backward never adds to it"
-            + (" (PyTorch's padding_idx=0 habit? CONTRACT §3's embedding has no padding id: every id's row gets the "
-               "sum of its occurrences' gradients)" if row == 0 else ""), metrics)
+            + (PADDING_HABIT if row == 0 else ""), metrics)
     bad_repeated = [r for r in wrong if r in repeated]
     if bad_repeated and not any(r not in repeated for r in wrong):
         token = bad_repeated[0]

@@ -436,7 +436,7 @@ def _clip(subject, rng):
         series["returned"].append(returned)
         series["reference"].append(expected)
         r_err = abs(returned - expected) / max(abs(expected), 1e-12)
-        a_errs = [float(np.abs(t - o).max()) / max(float(np.abs(o).max()), 1e-12) for t, o in zip(theirs, ours)]
+        a_errs = [_off(t, o) for t, o in zip(theirs, ours)]
         worst = int(np.argmax(a_errs))
         rows.append({"call": k + 1, "norm before": expected, "returned": returned, "return error": r_err,
                      "grads error": a_errs[worst]})
@@ -468,9 +468,14 @@ def _clip(subject, rng):
                    "returned before clipping, grads scaled in place", {"calls": len(CLIP_CALLS)}, details)
 
 
+def _off(x, y):
+    """|x - y| of two arrays, largest, relative to y's largest entry."""
+    return float(np.abs(x - y).max()) / max(float(np.abs(y).max()), 1e-12)
+
+
 def _arrays_off(xs, ys):
     """The worst relative difference between two lists of arrays (each against ys' largest entry)."""
-    return max(float(np.abs(x - y).max()) / max(float(np.abs(y).max()), 1e-12) for x, y in zip(xs, ys))
+    return max(_off(x, y) for x, y in zip(xs, ys))
 
 
 def _clip_hint(grads, max_norm, returned, theirs, tol, scaled_in_place=False):
@@ -509,7 +514,7 @@ def _clip_hint(grads, max_norm, returned, theirs, tol, scaled_in_place=False):
         return abs(x - y) / (tol * max(abs(y), 1e-12))
 
     def off_arrays(xs, ys):
-        return max(float(np.abs(x - y).max()) / (tol * max(float(np.abs(y).max()), 1e-12)) for x, y in zip(xs, ys))
+        return _arrays_off(xs, ys) / tol
 
     reference = [g * min(1.0, scale) for g in g64]
     # each variant is judged on both results (a variant that changes only one keeps the reference's other: an

@@ -432,19 +432,27 @@ def test_children_called_with_dunder_call_and_holding_parameter_objects_are_walk
                                dtype=dtype), seed)
 
 
-def test_functions_methods_and_partials_are_not_children():
+def test_a_callable_helper_holding_a_constant_adds_no_parameter():
+    """Children are now any object holding arrays (__call__ instead of forward included): a helper object
+    holding a constant array, with no gradient beside it, is walked and adds nothing; nor do functions."""
     import functools
+
+    class Scale:
+        def __init__(self):
+            self.c = np.full(3, 2.0)
+
+        def __call__(self, x):
+            return x * self.c
 
     class Holder:
         def __init__(self):
             self.w, self.dw = np.ones(3), np.zeros(3)
-            self.act = np.tanh
+            self.act = Scale()
             self.fn = lambda x: x
             self.part = functools.partial(np.add, 1)
-            self.meth = self.forward
 
         def forward(self, x):
-            return x
+            return self.act(x)
 
     assert [s.name for s in find_slots(Holder())] == ["w"]
 

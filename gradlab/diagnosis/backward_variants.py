@@ -229,7 +229,8 @@ def _swapped(**switches):
 def _attention_inside(**switches):
     """Every causal self-attention inside runs _attention_backward with `switches`."""
     def replace(layer):
-        if type(layer).__name__ != "CausalSelfAttention":
+        from gradlab.modules.attention import CausalSelfAttention   # (at diagnosis time, in gradlab's process)
+        if not isinstance(layer, CausalSelfAttention):
             return None
         return lambda grad: _attention_backward(layer, grad, **switches)
     return _inside(replace)

@@ -75,6 +75,11 @@ def _id_counts(a, context, cfg):
             if isinstance(i, np.ndarray) and i.dtype.kind in "iu" and i.size and i.min() >= 0]
 
 
+# an embedding row left at 0 for id 0: the words of both the gradient check's diagnosis and repeated_ids
+PADDING_HABIT = (" (PyTorch's padding_idx=0 habit? CONTRACT §3's embedding has no padding id: every id's row gets "
+                 "the sum of its occurrences' gradients)")
+
+
 def _repeated_ids(kind, name, a, n, context, cfg, what):
     scale = max(float(np.abs(n).max()), 1e-30)
     bad_rows = {int(r) for r in np.nonzero(np.abs(a - n).max(axis=1) > MATCH * scale)[0]} if a.ndim == 2 else set()
@@ -86,8 +91,7 @@ def _repeated_ids(kind, name, a, n, context, cfg, what):
     if bad_rows and not np.any(a[sorted(bad_rows)]):
         rows = sorted(bad_rows)[:4]
         return (f"{what} is exactly 0 at the rows of token ids {rows}, which occur in the input: backward never "
-                "adds to them" + (" (a padding id skipped, PyTorch's padding_idx=0 habit? every id's row gets its "
-                                   "gradient)" if 0 in bad_rows else ""))
+                "adds to them" + (PADDING_HABIT if 0 in bad_rows else ""))
     if bad_rows and bad_rows <= repeated:
         rows = sorted(bad_rows)[:4]
         bad = sorted(bad_rows)

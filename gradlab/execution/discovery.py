@@ -378,18 +378,16 @@ def _grads_sequence(obj):
     return None
 
 
-_FUNCTIONS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType,
-              functools.partial)
-
-
 def _is_module_like(value, depth=0):
     """A child module: an object (of any class: with forward, or __call__ and a back() of its own, or neither)
     that holds arrays, Parameter objects or child modules of its own; not a function, a method, a parameter
     or a value."""
-    if isinstance(value, (_SCALARS, np.ndarray, type, list, tuple, dict, *_FUNCTIONS)) or _param_field(value):
+    if isinstance(value, (_SCALARS, np.ndarray, type, list, tuple, dict)) or _param_field(value):
         return False
+    # functions, methods, partials and ufuncs are builtins', functools' or numpy's: not modules
+    # (a SimpleNamespace is a plain bag of attributes: a module built by a factory)
     if type(value).__module__.split(".")[0] in _NOT_MODULES and not isinstance(value, types.SimpleNamespace):
-        return False                    # (a SimpleNamespace is a plain bag of attributes: a module built by a factory)
+        return False
     if hasattr(value, "forward") or hasattr(value, "params") or hasattr(value, "parameters"):
         return True
     try:

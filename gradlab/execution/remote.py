@@ -847,13 +847,9 @@ class Session:
         return limits_mod.last_seen(text, self.files, _GRADLAB_DIR)
 
     def _output_full(self):
-        """Whether the worker's output file has reached the output limit (--max-output)."""
-        if not self.limits.output_mb:
-            return False
-        try:
-            return os.fstat(self.output.fileno()).st_size >= int(self.limits.output_mb * (1 << 20))
-        except (OSError, ValueError, AttributeError):
-            return False
+        """Whether the worker's output file has reached the output limit (--max-output), as _drain_output,
+        which runs after every exchange, last found its size."""
+        return bool(self.limits.output_mb) and self.output_pos >= int(self.limits.output_mb * (1 << 20))
 
     def _drain_output(self):
         from gradlab.execution import harness
