@@ -23,11 +23,28 @@ def _expected(kind, expected):
             "them, and backward fills their gradients")
 
 
-def _found(slots):
-    return f"{len(slots)} parameter{'' if len(slots) == 1 else 's'} found"
+def _found(count):
+    return f"{count} parameter{'' if count == 1 else 's'} found"
 
 
-@check("smoke", order=0, summary="the module builds, and forward/backward (or the function) return arrays of the right shape")
+def shown_by(subject):
+    """smoke's Outcome when the calls another check made on `subject` (and passed) showed what smoke asks of a
+    module: it built, forward and backward ran and returned arrays of the right shape, the parameters were found
+    (some, when the kind has any) and backward left a gradient for each of them. None otherwise (a function kind,
+    a forward-only module, a check that called less): smoke then runs itself."""
+    seen, kind = subject.seen, subject.kind
+    if kind.form != "module" or subject.no_backward or not (seen.build and seen.forward and seen.backward):
+        return None
+    if seen.slots is None or (kind.param_shapes(subject.cfg) and not seen.slots) or not set(seen.slots) <= seen.grads:
+        return None
+    return _passed(len(seen.slots))
+
+
+def _passed(parameters):
+    return Outcome(f"builds; forward and backward run; {_found(parameters)}", {"parameters": parameters})
+
+
+@check("smoke", order=0, shown_by=shown_by, summary="the module builds, and forward/backward (or the function) return arrays of the right shape")
 def smoke(subject, rng):
     kind, cfg = subject.kind, subject.cfg
     if kind.form == "module":
@@ -45,10 +62,9 @@ def smoke(subject, rng):
                                    f"{subject.explain_slots(module)}")
         if subject.no_backward:
             return Outcome(f"builds; forward runs; {subject.no_backward}, so the checks that need gradients are "
-                           f"skipped and the forward checks run; {_found(slots)} (the float arrays "
+                           f"skipped and the forward checks run; {_found(len(slots))} (the float arrays "
                            "it holds)", {"parameters": len(slots), "forward_only": True})
-        return Outcome(f"builds; forward and backward run; {_found(slots)}",
-                       {"parameters": len(slots)})
+        return _passed(len(slots))
     if kind.form == "scheduler":
         Scheduler(subject, subject.build()).next()
         return Outcome("builds; one call returns a learning rate")

@@ -279,10 +279,10 @@ def test_a_float32_module_in_a_float64_run_ends_the_rehearsal_at_its_float64_cop
 def test_a_rehearsed_call_that_hangs_is_named_and_stopped_at_its_own_time_limit(tmp_path):
     # the rehearsal runs build, forward, backward and the points in one request: a hang in backward is
     # said as the backward's, stopped one limit after the backward started (not several)
+    # (the gradient check's backward, at a random g: smoke's, at g = 1, must pass for its error to show)
     path = _student(tmp_path, "hangs_back", FLAKY.format(when=-1, what="pass").replace(
-        "    def backward(self, g):\n", "    def backward(self, g):\n            if self.calls >= 1 and BACK:\n"
-        "                while True: pass\n            BACK.append(1)\n").replace(
-        "    class Flaky:", "    BACK = []\n\n\n    class Flaky:"))
+        "    def backward(self, g):\n", "    def backward(self, g):\n            if not np.all(g == 1):\n"
+        "                while True: pass\n"))
     start = time.monotonic()
     status, message = _gradient_message(path, True, timeout=0.5)
     assert status == "error" and message.startswith("ffn: backward ran past 0.5 s"), message
@@ -346,8 +346,7 @@ BAD_GRADS = FLAKY.format(when=-1, what="pass").replace("    import gradlab\n", "
 """).replace('self.grads = {"w": np.zeros((cfg.d_model, cfg.d_model))}',
              'self.grads = Grads(w=np.zeros((cfg.d_model, cfg.d_model)))').replace(
     '            return g @ self.params["w"].T',
-    '            Flaky.backwards = getattr(Flaky, "backwards", 0) + 1\n'
-    '            self.grads.armed = Flaky.backwards >= 2     # the gradient check\'s backward, not smoke\'s\n'
+    '            self.grads.armed = not np.all(g == 1)     # the gradient check\'s backward, not smoke\'s\n'
     '            return g @ self.params["w"].T')
 
 

@@ -82,9 +82,10 @@ def test_overfit_through_a_worker_reads_gradients_with_the_last_backward_and_see
     assert (a.status, a.message, a.metrics) == (b.status, b.message, b.metrics)
     if style == "own":
         assert a.status == "pass", a.message
-    # the smoke precondition reads them once; of overfit's 30 steps (5 LayerNorms each) only the
-    # first reads them by a request of its own, the others with the step's last backward
-    assert ops["grads"] == 2, ops
+    # of overfit's 30 steps (5 LayerNorms each) only the first reads them by a request of its own, the others
+    # with the step's last backward; the smoke precondition reads them once more when overfit's own calls
+    # did not show it (overfit did not pass: plan.Plan.precondition)
+    assert ops["grads"] == (1 if a.status == "pass" else 2), ops
 
 
 @pytest.mark.parametrize("check", ["backward", "determinism"])
@@ -98,13 +99,15 @@ def test_a_modules_own_checks_read_gradients_with_its_backward_and_see_what_one_
     a, b = here.checks[-1], there.checks[-1]
     assert a.name == b.name == check
     assert (a.status, a.message, a.metrics) == (b.status, b.message, b.metrics)
-    assert ops["grads"] == 1, ops     # the smoke precondition's read only
+    assert ops["grads"] == (0 if a.status == "pass" else 1), ops     # the smoke precondition's read only, when
+                                                                      # the check's own calls did not show it
 
 
 def test_the_train_check_reads_the_lms_gradients_with_its_backward():
     result, ops = _requests_by_op(lambda: gradlab.check("lm", checks=["train"], seed=0, isolate=True))
     assert result.checks[-1].name == "train" and result.checks[-1].status == "pass", result.checks[-1].message
-    assert ops["grads"] == 1, ops     # the smoke precondition's read; 60 steps read with their backward
+    assert ops["grads"] == 1, ops     # the smoke precondition's read (train calls at sizes of its own, which do
+                                      # not show it); 60 steps read with their backward
 
 
 def test_a_read_ahead_is_not_used_after_another_request(tmp_path):

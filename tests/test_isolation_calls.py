@@ -360,9 +360,6 @@ FORGES_IN_BACKWARD = """
     import numpy as np
     import gradlab
 
-    BACKWARDS = []
-
-
     class Forges:
         def __init__(self, cfg):
             self.params = {{"w": np.random.default_rng(0).standard_normal((cfg.d_model, cfg.d_model))}}
@@ -373,8 +370,7 @@ FORGES_IN_BACKWARD = """
             return x @ self.params["w"]
 
         def backward(self, g):
-            BACKWARDS.append(1)
-            if len(BACKWARDS) == 2 and {when}:      # the gradient check's backward (the first is smoke's)
+            if not np.all(g == 1) and {when}:      # the gradient check's backward (smoke's is at g = 1)
                 head = {head!r}
                 body = len(head).to_bytes(4, "little") + head + bytes({extra})
                 os.write(int(sys.argv[2]), len(body).to_bytes(8, "little") + body)

@@ -60,7 +60,7 @@ def test_items_failures_and_precondition(pytester, student):
     result.stdout.fnmatch_lines(["*linear: gradient of 'weight' is wrong*analytical*numerical*tolerance*",
                                  "replay: gradlab check linear --impl student.py --checks gradient --seed 3"])
     assert "Traceback" not in out and "runner.py" not in out and "pytest_plugin.py" not in out
-    assert "not run: the 'smoke' precondition failed" in pytester.runpytest(
+    assert "not judged: the 'smoke' precondition failed" in pytester.runpytest(
         "-p", "no:xdist", "--gradlab-impl", student, "-rs", "-k", "layernorm").stdout.str()
 
 

@@ -33,6 +33,8 @@ class CheckSpec:
     any_of: frozenset = frozenset()    # at least one of these tags (if given)
     forms: frozenset = frozenset()     # kind forms it applies to (empty: any)
     order: int = 50                    # smaller runs first; the precondition is 0
+    shown_by: Callable = None          # the precondition's: (a Subject whose calls another check made, and which
+                                       # passed) -> its Outcome when those calls showed what it asks, else None
 
     def applies(self, kind):
         return (self.needs <= kind.tags
@@ -43,14 +45,14 @@ class CheckSpec:
 CHECKS = {}
 
 
-def check(name, *, summary, needs=(), any_of=(), forms=(), order=50):
+def check(name, *, summary, needs=(), any_of=(), forms=(), order=50, shown_by=None):
     """Declare a check. Names are unique: a second check with the same name is
     an error at import, not a silent override."""
     def decorate(fn):
         if name in CHECKS:
             raise ValueError(f"check {name!r} is declared twice: {CHECKS[name].fn.__module__} and {fn.__module__}")
         CHECKS[name] = CheckSpec(name, _float16_gate(fn), summary, frozenset(needs), frozenset(any_of),
-                                 frozenset(forms), order)
+                                 frozenset(forms), order, shown_by)
         _ordered.clear()     # worked out again on next use
         return fn
     return decorate

@@ -20,6 +20,16 @@ from gradlab.contract.kinds import SMOOTHING
 from gradlab.numerics.engine import holding
 
 
+class Seen:
+    """What a Subject's own calls have shown, each once it succeeded (its output validated): a build, a
+    forward, a backward, the parameters found last (names), the parameters whose gradients were read."""
+
+    def __init__(self):
+        self.build = self.forward = self.backward = False
+        self.slots = None
+        self.grads = set()
+
+
 class Subject:
     def __init__(self, kind, registration, cfg, impl_name="reference", files=()):
         self.kind = kind                  # KindSpec
@@ -36,6 +46,7 @@ class Subject:
         self.remote = remote is not None and remote.is_remote(registration.target)   # code runs in a worker
         self.batched = self.remote    # calls go in batches (forwards, backward reading ahead): a worker's module,
                                       # or a rehearsal of one (execution/rehearsal.py)
+        self.seen = Seen()            # what this Subject's calls have shown (the precondition may be read from it)
 
     def with_cfg(self, cfg):
         """The same implementation under another cfg (a check's own sizes or settings): a new Subject, which
@@ -91,6 +102,7 @@ class Subject:
             self._build_ids[id(module)] = arrays_at_build(module)
             while len(self._build_ids) > 16:     # it keeps the arrays alive: only the recent modules' are needed
                 self._build_ids.pop(next(iter(self._build_ids)))
+        self.seen.build = True
         return module
 
     def _refuse_reference(self, built):
@@ -153,7 +165,9 @@ class Subject:
         shape = self.output_shape()
         # the hint only matters for a wrong shape; spelling it out costs more than a small forward
         hint = "" if type(out) is np.ndarray and out.shape == shape else self.shape_hint()
-        return as_float_array(out, "forward", shape, hint)
+        out = as_float_array(out, "forward", shape, hint)
+        self.seen.forward = True
+        return out
 
     def output_shape(self):
         """The kind's output shape for cfg (a tuple), worked out once per cfg."""
@@ -193,6 +207,7 @@ class Subject:
             raise CheckSkipped(self.skip_reason()) from None
         wanted = self.kind.grad_inputs()
         if not wanted:
+            self.seen.backward = True
             return ()
         if len(wanted) == 1:
             shape = tuple(wanted[0].shape(self.cfg))
@@ -200,13 +215,16 @@ class Subject:
             if not (type(got) is np.ndarray and got.shape == shape):   # the words only matter for a wrong shape
                 words = self.kind.symbolic(type(self.kind).input_shape)
                 hint = (f" = {words} from cfg" if words else "") + " (the gradient with respect to forward's input x)"
-            return (as_float_array(got, "backward", shape, hint),)
-        names = ", ".join(f"d{spec.name}" for spec in wanted)
-        if not isinstance(got, (tuple, list)) or len(got) != len(wanted):
-            raise StudentError(f"backward returned {describe(got)}; it must return a tuple ({names}), one gradient "
-                               f"per input of forward")
-        return tuple(as_float_array(g, f"backward's d{spec.name}", spec.shape(self.cfg),
-                                    f" (the shape of forward's {spec.name})") for g, spec in zip(got, wanted))
+            got = (as_float_array(got, "backward", shape, hint),)
+        else:
+            names = ", ".join(f"d{spec.name}" for spec in wanted)
+            if not isinstance(got, (tuple, list)) or len(got) != len(wanted):
+                raise StudentError(f"backward returned {describe(got)}; it must return a tuple ({names}), one "
+                                   "gradient per input of forward")
+            got = tuple(as_float_array(g, f"backward's d{spec.name}", spec.shape(self.cfg),
+                                       f" (the shape of forward's {spec.name})") for g, spec in zip(got, wanted))
+        self.seen.backward = True
+        return got
 
     def not_implemented(self, error):
         """True (and the module noted as forward-only) when a StudentError from
@@ -233,6 +251,7 @@ class Subject:
                              self.no_backward is not None)
         for slot in slots:
             usable_parameter(slot)   # read-only, float16, integer or masked: named, not met as a crash
+        self.seen.slots = [slot.name for slot in slots]
         return slots
 
     def explain_slots(self, module):
@@ -244,7 +263,10 @@ class Subject:
 
     def read_grad(self, slot):
         """The gradient backward left for one parameter, as it is (None when missing; not validated)."""
-        return self.run(f"reading the gradient of {slot.name!r}", slot.grad)
+        grad = self.run(f"reading the gradient of {slot.name!r}", slot.grad)
+        if grad is not None:
+            self.seen.grads.add(slot.name)
+        return grad
 
     def read_grads(self, slots):
         """name -> copy of the gradient backward left for each parameter."""
@@ -271,6 +293,7 @@ class Subject:
                                    f"(expected {slot.describe_grad()} of shape {slot.value.shape})")
             out.append(as_float_array(g, f"the gradient of {slot.name!r} ({slot.describe_grad()})",
                                       slot.value.shape).copy())
+        self.seen.grads.update(slot.name for slot in slots)
         return out
 
     def make_input(self, rng):

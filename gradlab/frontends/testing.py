@@ -15,7 +15,7 @@ pytest prints in its header and `--gradlab-seed N` replays.
 Precondition: every check but `smoke` first needs `smoke` to pass for that
 kind (smoke runs once per kind and process, then is remembered). When smoke
 fails, its own test fails with the message and the kind's other tests are
-*skipped* ("not run: the 'smoke' precondition failed: ..."), as in
+*skipped* ("not judged: the 'smoke' precondition failed: ..."), as in
 `gradlab check`, so one broken build is one failure, not twenty.
 """
 import json
