@@ -318,3 +318,13 @@ def test_computed_eps_reads_float32_arithmetic_from_full_mantissas_only():
     assert computed_eps([residue], full_mantissas=True) == EPS["float64"]
     assert computed_eps([residue]) == EPS["float32"]
     assert computed_eps([np.zeros(4)]) == EPS["float64"]
+
+
+def test_the_cheap_look_at_a_head_lets_every_float32_number_through_and_stops_float64_results():
+    from gradlab.numerics.tolerance import _head_is_float32
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 3.4e38, 1e-45, 1e-38, 1.0], dtype=np.float32)
+    for k in range(len(special)):
+        assert _head_is_float32(special[k:].astype(np.float64)), special[k:]
+    rng = np.random.default_rng(0)
+    assert _head_is_float32(rng.standard_normal((5, 4)).astype(np.float32).astype(np.float64).T)   # not contiguous
+    assert not any(_head_is_float32(rng.standard_normal(8)) for _ in range(100))
