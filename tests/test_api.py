@@ -122,7 +122,7 @@ def test_check_all_shape_and_every_registered_kind():
 
 def test_overrides_and_checks_as_a_string():
     result = gradlab.check("attention", checks="gradient", seed=1, d_model=8, seq_len=3)
-    assert [c.name for c in result.checks] == ["smoke", "gradient"]   # the precondition always runs first
+    assert [c.name for c in result.checks] == ["smoke", "gradient"]   # the precondition's record always comes first
     assert result.config["d_model"] == 8 and result.passed
 
 

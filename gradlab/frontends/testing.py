@@ -13,7 +13,8 @@ One test per (kind, check) the file registers, with ids such as
 pytest prints in its header and `--gradlab-seed N` replays.
 
 Precondition: every check but `smoke` first needs `smoke` to pass for that
-kind (smoke runs once per kind and process, then is remembered). When smoke
+kind (smoke is worked out once per kind and process, then remembered; a check
+asked for alone runs ahead of it, and shows it when its own calls did: plan.py). When smoke
 fails, its own test fails with the message and the kind's other tests are
 *skipped* ("not judged: the 'smoke' precondition failed: ..."), as in
 `gradlab check`, so one broken build is one failure, not twenty.
