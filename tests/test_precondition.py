@@ -1,5 +1,6 @@
 """The smoke precondition, shown by the first check's own calls (gradlab/execution/plan.py): a one-check
 run builds the module once, not twice, and the precondition still fails where it must."""
+import json
 import textwrap
 
 import pytest
@@ -108,3 +109,31 @@ def test_a_first_check_that_fails_keeps_its_record_when_the_precondition_then_pa
     assert gradient.status == "fail" and "gamma" in gradient.message, gradient.message
     assert smoke.status == "pass" and smoke.message == "builds; forward and backward run; 2 parameters found"
     assert _builds(builds) == 2        # the gradient check's, then smoke's own
+
+
+def _init_stats(seed, isolate, checks=None):
+    from pathlib import Path
+    path = Path(__file__).parent / "zoo" / "art_init_ok_global.py"     # article 000's np.random.randn
+    result = gradlab.check("init", impl=str(path), checks=checks, seed=seed, isolate=isolate)
+    (record,) = [c for c in result.checks if c.name == "init_stats"]
+    return record.status, json.dumps(record.details, sort_keys=True, default=str)    # each draw's statistics
+
+
+def test_code_that_draws_from_the_global_generators_sees_the_same_numbers_in_every_run_of_a_seed():
+    # each check seeds np.random's and random's generators with its own seed where the code runs: a run,
+    # the same run again, the check replayed alone and the other mode all see the same draws
+    first = _init_stats(7, True)
+    assert first == _init_stats(7, True) == _init_stats(7, True, checks="init_stats") == _init_stats(7, False)
+    assert first[1] != _init_stats(8, True)[1]       # and another seed, other draws
+
+
+def test_a_check_in_gradlabs_own_process_puts_the_global_generators_back():
+    import random
+    import numpy as np
+    np.random.seed(123)
+    random.seed(123)
+    expected = np.random.rand(), random.random()
+    np.random.seed(123)
+    random.seed(123)
+    _init_stats(7, False)
+    assert (np.random.rand(), random.random()) == expected

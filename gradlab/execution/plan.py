@@ -60,6 +60,12 @@ def rng_for(seed, check_name):
     return np.random.Generator(generator)
 
 
+def global_seed(seed, check_name):
+    """The seed of the global generators (np.random's, random's) while a check runs (Subject.global_seeds):
+    its own, so a check run alone sees what it saw in a full run."""
+    return (seed * 1_000_003 + zlib.crc32(check_name.encode())) % 2**32
+
+
 @functools.lru_cache(maxsize=512)
 def _first_state(seed, check_name):
     """The state np.random.default_rng([seed, crc32(name)]) starts in (hashing the seed is most of the cost
@@ -257,7 +263,8 @@ def run_one(check_spec, subject, seed):
     a check that could not judge, a bug in gradlab itself, each said as such)."""
     start = time.perf_counter()
     try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
+        with warnings.catch_warnings(), np.errstate(all="ignore"), \
+                subject.global_seeds(global_seed(seed, check_spec.name)):
             warnings.simplefilter("ignore")
             outcome = check_spec.fn(subject, rng_for(seed, check_spec.name))
         record = CheckRecord(check_spec.name, PASS, outcome.message, outcome.metrics, outcome.details)

@@ -406,6 +406,7 @@ class Session:
         self._grads_ahead = (-1, {})  # (requests then, slot handle -> gradient read ahead): see grad_of
         self.kept_ahead = (-1, None)  # (requests then, (object handle, its attention weights)): see calls
         self._err_sent = None        # (generation, np.geterr()) last sent to that worker
+        self.reseed = None           # a check's seed for the worker's global generators, sent with the next request
         self.backward_ahead = None   # gradients a backward call reads ahead (see grads_with_backward)
         self._decoding = (None, None)  # (reply, its Decoder)
         self._recorded = None        # a rehearsal's entries not used yet (rehearsal.Recorded): see rehearsed()
@@ -876,6 +877,8 @@ class Session:
         sync = self._sync_out(enc)
         if sync:
             header["sync"] = sync
+        if self.reseed is not None:
+            header["reseed"], self.reseed = self.reseed, None
         if "err" in header:      # NumPy's error handling: the worker keeps the last one sent
             if self._err_sent == (self.generation, header["err"]):
                 del header["err"]

@@ -8,6 +8,7 @@ proxy, its parameters are mirrors, and discovery runs in the worker. Checks
 use only the public methods below, never the student's objects directly."""
 import contextlib
 import inspect
+import random
 import tracemalloc
 
 import numpy as np
@@ -344,6 +345,29 @@ class Subject:
         """obj.name, or None when it has none (e.g. attn_weights, mixed_precision's loss_scale);
         guarded: a property of the student's that raises is the module's error."""
         return self.run(f"reading {name}", getattr, obj, name, None)
+
+    @contextlib.contextmanager
+    def global_seeds(self, value):
+        """The global generators (np.random's, random's) seeded with `value` where the student's code runs,
+        for the block: code that draws from them (article 000's np.random.randn) sees the same numbers whenever
+        the check runs, alone or in a full run. In a worker the seed goes with the block's first request; in
+        gradlab's own process the generators' states are put back after the block."""
+        if self.remote:
+            session = self.registration.target._session
+            session.reseed = value
+            try:
+                yield
+            finally:
+                session.reseed = None
+            return
+        states = np.random.get_state(), random.getstate()
+        np.random.seed(value % 2**32)
+        random.seed(value)
+        try:
+            yield
+        finally:
+            np.random.set_state(states[0])
+            random.setstate(states[1])
 
     @contextlib.contextmanager
     def peak_memory(self):

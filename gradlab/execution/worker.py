@@ -42,6 +42,7 @@ from gradlab.execution.loader import reference_method as _reference_method
 from gradlab.numerics.engine import holding
 
 import numpy as np
+import random as _random
 
 _ndarray = np.ndarray
 _FACTORY_METHODS = ("forward", "backward", "step")
@@ -150,6 +151,8 @@ class State:
             self.release(header["release"])
         if "err" in header:      # NumPy's error handling where gradlab calls: sent when it changes
             self.err = _np_err(header["err"])
+        if type(header.get("reseed")) is int:     # a check starts: the global generators, from its own seed
+            _reseed(header["reseed"])
         dec = self.decoder(header, payload)
         for h, node in header.get("sync", ()):
             value = dec.array_view(node)        # copied below: no copy of its own
@@ -438,6 +441,16 @@ class State:
 
 
 _ALLOWED = None
+
+
+
+_np_seed, _py_seed = np.random.seed, _random.seed     # bound before any student code runs
+
+
+def _reseed(value):
+    """The global generators (np.random's, random's) from a check's own seed (plan.global_seed)."""
+    _np_seed(value % 2**32)
+    _py_seed(value)
 
 
 def _same(array):
