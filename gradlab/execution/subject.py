@@ -361,7 +361,7 @@ class Subject:
                 session.reseed = None
             return
         states = np.random.get_state(), random.getstate()
-        np.random.seed(value % 2**32)
+        np.random.seed(value)       # (plan.global_seed: in [0, 2**32))
         random.seed(value)
         try:
             yield

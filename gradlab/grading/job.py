@@ -20,14 +20,11 @@ gets a fresh worker. `isolate=False` imports the files here (debugging only).
 """
 import contextlib
 import os
-import random
 import re
 import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from gradlab.contract.errors import UsageError
 from gradlab.contract.records import ERROR, CheckRecord, KindResult
@@ -190,7 +187,6 @@ def _grade_kind(kind, found, broken, named, rubric, seed, limits, student, isola
     if kind not in found:
         return failed_kind(kind, student, seed, checks, _missing_reason(kind, found, broken, named))
     loaded, name = found[kind]
-    _reseed(seed)
     try:
         with contextlib.nullcontext() if isolate else time_limit(limits.per_call()):   # a worker keeps its own
             plan = Plan(loaded.name, kinds=kind, checks=checks, seed=seed, loaded=loaded)
@@ -221,13 +217,6 @@ def failed_kind(kind, student, seed, checks, reason):
     result = KindResult(kind, student, seed, {})
     result.checks = [CheckRecord(c, ERROR, reason) for c in checks]
     return result
-
-
-def _reseed(seed):
-    """Student code that draws from the global generators sees the same numbers
-    whatever ran before it in this process: same seed, same scores."""
-    np.random.seed(seed % 2**32)
-    random.seed(seed)
 
 
 def _relative(value, root):

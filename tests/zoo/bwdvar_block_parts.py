@@ -45,6 +45,9 @@ class SelfAttention:
         self.ctx = (self.attn_weights @ self.v).transpose(0, 2, 1, 3).reshape(B, T, D)
         return self.ctx @ self.params["out_weight"] + self.params["out_bias"]
 
+    def dscores(self, A, dA):       # the softmax's vector-Jacobian product, row by row
+        return A * (dA - (dA * A).sum(-1, keepdims=True))
+
     def backward(self, g):
         B, T, D = g.shape
         dk = D // self.H
@@ -54,7 +57,7 @@ class SelfAttention:
         dctx = (g @ self.params["out_weight"].T).reshape(B, T, self.H, dk).transpose(0, 2, 1, 3)
         dA = dctx @ self.v.transpose(0, 1, 3, 2)
         dv = A.transpose(0, 1, 3, 2) @ dctx
-        ds = A * (dA - (dA * A).sum(-1, keepdims=True)) / np.sqrt(dk)
+        ds = self.dscores(A, dA) / np.sqrt(dk)
         dq, dkk = ds @ self.k, ds.transpose(0, 1, 3, 2) @ self.q
         dqkv = np.concatenate([a.transpose(0, 2, 1, 3).reshape(B, T, D) for a in (dq, dkk, dv)], -1)
         self.grads["qkv_weight"] = self.x.reshape(-1, D).T @ dqkv.reshape(-1, 3 * D)

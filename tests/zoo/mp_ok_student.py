@@ -50,9 +50,12 @@ class Scaler:
             self.on_overflow()
             return False
         for k in grads:
-            master[k] -= self.lr * grads[k]
+            self.update(master, k, grads[k])
         self.on_success()
         return True
+
+    def update(self, master, k, grad):
+        master[k] -= self.lr * grad
 
 
 @gradlab.register("mixed_precision")
