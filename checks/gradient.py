@@ -6,7 +6,9 @@ How (gradlab.numerics.engine does the arithmetic):
 1. The analytical gradients are captured first, from one forward and backward.
 2. One random direction d over all tensors at once: <analytical, d> against the
    derivative of f along d, with a tolerance from the measured numerical error.
-   A pass costs 4 forwards beyond the analytical pass. Forward's repeatability (the
+   A clean pass costs 2 forwards beyond the analytical pass (f at +-h along d, judged
+   against the tolerance's floor); anything else takes 2 more (at +-h/2), which
+   measure the truncation and the noise. Forward's repeatability (the
    precondition of finite differences) is verified, with one more forward, only when
    the verdict would be anything but a clean pass: a forward that is not repeatable
    cannot pass this comparison, and the message then names that cause.

@@ -1,6 +1,5 @@
-"""The gradient check's batches (issue 8). Through a worker, the four points of a directional
-check, forward with its repeat, and backward with what is read right after it each make one
-request; in gradlab's own process the same calls run one after the other. The student's code sees
+"""The gradient check's batches (issue 8). Through a worker, the points of a directional check,
+forward with its repeat, and backward with what is read right after it each make one request; in gradlab's own process the same calls run one after the other. The student's code sees
 the same calls, arguments and state either way, so the numbers, the verdicts and their words are
 the same."""
 import json
@@ -81,7 +80,10 @@ def test_a_batch_of_points_gives_the_numbers_of_the_loop(dtype, factor):
         assert W.tobytes() == W0.tobytes() and b.tobytes() == b0.tobytes()      # restored bit for bit
     assert results[0] == results[1]
     assert results[0][0].ok == (factor == 1.0)
-    assert asked and all(n == 4 for n in asked)
+    # f(+-h) first; f(+-h/2) only for a comparison that is not a clean pass at the floor tolerance (the wrong
+    # gradient's joint one)
+    # (float32 numerics: a floor tolerance too coarse for TARGET_RESOLUTION takes all four points)
+    assert all(n == 2 for n in asked) and (len(asked) == 2) == (factor == 1.0 and dtype == "float64")
 
 
 # ---- through a worker: the same records, fewer requests ------------------------------------------
@@ -118,7 +120,7 @@ def test_the_gradient_check_on_the_attention_makes_four_requests_or_one_rehearse
         records.append(run_one(check, subject, 0))
         counts.append(worker_impl.session.requests - before)
     # sent one by one: build; forward; backward with the parameters, gradients and attention weights read
-    # ahead; the four points of the directional check. Rehearsed: the build, whose reply is followed by the
+    # ahead; the two points of the directional check. Rehearsed: the build, whose reply is followed by the
     # rehearsal's answers to the other three
     assert counts == [4, 1]
     assert [r.status for r in records] == ["pass", "pass"] and records[0].message == records[1].message
@@ -200,7 +202,7 @@ def _gradient_message(path, isolate, **limits):
     return record.status, record.message
 
 
-@pytest.mark.parametrize("when", [2, 4])      # the first and the third of the four points
+@pytest.mark.parametrize("when", [2, 3])      # the first and the second of the two points
 def test_a_forward_that_raises_mid_batch_says_so_in_the_same_words(tmp_path, when):
     path = _student(tmp_path, "flaky", FLAKY.format(when=when, what='raise RuntimeError(f"call {self.calls}")'))
     here, there = _gradient_message(path, False), _gradient_message(path, True)
@@ -210,7 +212,7 @@ def test_a_forward_that_raises_mid_batch_says_so_in_the_same_words(tmp_path, whe
 
 def test_a_forward_that_exits_mid_batch_says_so_as_a_single_call_does(tmp_path):
     first = _student(tmp_path, "exits_first", FLAKY.format(when=1, what="import os; os._exit(3)"))
-    later = _student(tmp_path, "exits_later", FLAKY.format(when=4, what="import os; os._exit(3)"))
+    later = _student(tmp_path, "exits_later", FLAKY.format(when=3, what="import os; os._exit(3)"))
     status, message = _gradient_message(later, True)
     alone = gradlab.check("ffn", impl=first, checks="smoke", seed=0, isolate=True).checks[0]   # its first call
     assert status == alone.status == "error" and message == alone.message
@@ -218,15 +220,17 @@ def test_a_forward_that_exits_mid_batch_says_so_as_a_single_call_does(tmp_path):
 
 
 def test_a_keyboard_interrupt_mid_batch_ends_that_worker_and_the_next_check_gets_a_fresh_one(tmp_path):
-    path = _student(tmp_path, "interrupts", FLAKY.format(when=4, what="raise KeyboardInterrupt"))
-    result = gradlab.check("ffn", impl=path, checks="gradient,determinism", seed=0, isolate=True)
-    gradient, determinism = [c for c in result.checks if c.name in ("gradient", "determinism")]
+    path = _student(tmp_path, "interrupts", FLAKY.format(when=3, what="raise KeyboardInterrupt"))
+    # the gradient check runs ahead of smoke, fails, and smoke then runs (one forward: it never reaches call 3)
+    result = gradlab.check("ffn", impl=path, checks="gradient,smoke", seed=0, isolate=True)
+    records = {c.name: c for c in result.checks}
+    gradient, smoke = records["gradient"], records["smoke"]
     assert gradient.status == "error" and "forward raised KeyboardInterrupt at interrupts.py:" in gradient.message
-    assert determinism.status == "pass", determinism.message
+    assert smoke.status == "pass" and "shown by" not in smoke.message, smoke.message
 
 
 def test_a_forward_that_hangs_mid_batch_is_stopped_with_where(tmp_path):
-    path = _student(tmp_path, "hangs", FLAKY.format(when=4, what="while True: pass"))
+    path = _student(tmp_path, "hangs", FLAKY.format(when=3, what="while True: pass"))
     status, message = _gradient_message(path, True, timeout=0.3)
     # a batch of n calls has n times the time limit of one
     assert status == "error" and "forward ran past" in message and "last seen at hangs.py:" in message
@@ -309,9 +313,9 @@ def test_a_forward_that_rewrites_the_progress_file_cannot_stretch_its_time_limit
 
 
 def test_each_forward_of_a_batch_has_the_whole_time_limit(tmp_path):
-    # 0.12 s per forward, the limit 0.3 s: a batch of four points takes 0.48 s, within 4 x 0.3 s
+    # 0.2 s per forward, the limit 0.3 s: a batch of two points takes 0.4 s, within 2 x 0.3 s
     path = _student(tmp_path, "slowish", FLAKY.format(when=-1, what="pass").replace(
-        "self.calls += 1", "self.calls += 1; __import__('time').sleep(0.12)"))
+        "self.calls += 1", "self.calls += 1; __import__('time').sleep(0.2)"))
     status, message = _gradient_message(path, True, timeout=0.3)
     assert status == "pass", message
 

@@ -43,7 +43,32 @@ def test_correct_gradient_passes_with_a_tight_measured_tolerance(seed):
     res = e.directional([random_direction(rng, W.shape)])
     assert res.ok, res
     assert res.relative_tolerance < 1e-8
-    assert res.calls == 4
+    assert res.calls == 2      # a clean pass: f(+-h) alone
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("seed", range(20))
+def test_the_two_point_pass_decides_as_the_four_points_do(seed, dtype):
+    """f(+-h) alone decides a clean pass only where the four points would pass too; everything else takes
+    them all. Errors from none to well beyond the tolerance, at the engine's step and at a step so large
+    that truncation dominates: the verdict is the four points' every time, and both ways are seen."""
+    rng = np.random.default_rng(seed)
+    quick = 0
+    for r in (0.0, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-4):
+        W, f, grad, f_abs = quadratic_problem(rng, dtype=dtype, wrong=((1, 2), 1 + r))
+        e = engine_for(W, f, grad, f_abs, dtype)
+        d = [random_direction(rng, W.shape)]
+        for step in (None, 30 * e.step):
+            got = e.directional(d, step=step, adapt=False)
+            magnitude, count = e._allow_rounding(d)
+            full = e._directional(d, step or e.step, magnitude, count)
+            assert got.ok == full.ok, (r, step, got, full)
+            if got.calls == 2:      # the two-point pass: never looser than the four points'
+                assert got.tolerance <= full.tolerance
+                quick += 1
+            else:
+                assert got == full
+    assert 0 < quick < 14
 
 
 @pytest.mark.parametrize("r", [1e-2, 1e-4])

@@ -1,7 +1,8 @@
 """Rehearsal: the first pass of a gradient check, run ahead in the worker within
 the request that builds the module, so that a passing check makes one request
 instead of four (the build; the forward; the backward and what is read after
-it; the four points of the directional check).
+it; the two points of the directional check that decide a clean pass; the other
+two, when they are needed, are a request of their own).
 
 In the worker, `rehearse` runs gradlab's own check code (checks/gradient.py:
 ModuleSetup and judge, the same functions gradlab runs) on a Rehearsal, a

@@ -9,12 +9,14 @@ Three tools, from cheap to thorough:
 
 - `Engine.directional(dirs)`: the derivative of f along one random direction
   d (zero-mean Gaussian, each component at least DIRECTION_FLOOR in size, so
-  every element counts) against <analytical, d>. Four evaluations: central
-  differences at steps h and h/2. Their difference measures the truncation
-  error, a fourth difference of the five points (with f at the centre)
-  measures the rounding noise of f; the tolerance is SAFETY times that
-  measured error, plus the rounding allowed to the analytical side by its
-  dtype. No fixed rtol: the check is as sharp as the arithmetic allows.
+  every element counts) against <analytical, d>. Central differences at
+  steps h and h/2. Their difference measures the truncation error, a fourth
+  difference of the five points (with f at the centre) measures the rounding
+  noise of f; the tolerance is SAFETY times that measured error, plus the
+  rounding allowed to the analytical side by its dtype. No fixed rtol: the
+  check is as sharp as the arithmetic allows. A clean pass needs only the
+  two evaluations at +-h: when they agree within the tolerance's floor (no
+  truncation, the least noise), the four would agree too (_two_point).
 - `Engine.bisect(i)`: group testing inside tensor i: directional checks on
   halves of the failing range, descending into the halves that fail, down to
   single elements (about 8 log2(n) evaluations for one bad element).
@@ -240,8 +242,9 @@ class Engine:
     points: (dirs, steps) -> [f at original + s * d for each s in steps], in order, each tensor holding
     point_value(d, s, its original) there (its own contents where d is None) and its original contents again
     after each: what f() would give with those contents written in (default: exactly that). A directional
-    check asks for its four points at once, so a caller whose module runs in another process makes one
-    request of them (and may have point_value computed there, from d and s: the same bits).
+    check asks for its points two at a time (+-h, then +-h/2 only when needed), so a caller whose module runs
+    in another process makes one request of each pair (and may have point_value computed there, from d and
+    s: the same bits).
     """
 
     def __init__(self, f, tensors, eps_numeric, eps_analytical, f_abs, step=None, element_step=None, f0=None,
@@ -390,13 +393,41 @@ class Engine:
     # ---- one directional comparison ----------------------------------------
     def directional(self, dirs, step=None, adapt=True):
         """Compare <a, d> with the derivative of f along d. dirs: one array (or
-        None) per tensor. The step is shrunk once when truncation dominates and
-        the test would miss an error of TARGET_RESOLUTION in one element."""
+        None) per tensor. A clean pass is judged from f(+-h) alone (_two_point); anything else takes
+        f(+-h/2) too. The step is shrunk once when truncation dominates and the test would miss an error
+        of TARGET_RESOLUTION in one element."""
         h = step or self.step
         calls = self.calls
         # the student's calls first: what follows does not need their values, so a module in a worker works
         # on them meanwhile (and a rehearsal of this check there, execution/rehearsal.py, ends at them)
-        collect = self._start(dirs, (h, -h, h / 2, -h / 2))
+        collect = self._start(dirs, (h, -h))
+        magnitude, count = self._allow_rounding(dirs)
+        outer = collect()
+        quick = self._two_point(h, magnitude, count, outer, calls)
+        if quick.ok and (not adapt or quick.resolution <= TARGET_RESOLUTION):
+            return quick
+        result = self._directional(dirs, h, magnitude, count, outer + self._evaluations(dirs, (h / 2, -h / 2)),
+                                   calls)
+        if adapt and result.resolution > TARGET_RESOLUTION and result.truncation > 4 * result.noise:
+            factor = min(0.5, max(1 / 64, (result.noise / result.truncation) ** (1 / 3)))
+            again = self._directional(dirs, h * factor, magnitude, count)
+            again.calls += result.calls
+            # for a smooth f the smaller step's estimate lies within the first's error bound, and the first's
+            # bound is small beside the derivative; when either fails and the smaller step then disagrees, f is
+            # not smooth at the scale of the step (a kink crossed, or quantised: float16 inside, a rounding)
+            first = result
+            if again.tolerance < first.tolerance:
+                result = again
+            else:
+                result.calls = again.calls
+            result.unstable = not result.ok and (
+                abs(again.numerical - first.numerical) > first.tolerance + again.tolerance
+                or first.tolerance > UNSTABLE_FRACTION * max(magnitude, 1e-300))
+        return result
+
+    def _allow_rounding(self, dirs):
+        """Work out the rounding the analytical side is allowed along dirs (self._rounding);
+        -> (sum |a_i d_i|, the number of elements the direction touches)."""
         magnitude, rounding, count = 0.0, 0.0, 0
         measured, measured_spread = 0.0, 0.0     # tensors whose rounding was measured (Tensor.rounding)
         half = self.eps_analytical >= EPS["float16"]
@@ -431,27 +462,26 @@ class Engine:
         self._rounding = ((HALF_ROUNDING if half else ANALYTICAL_ROUNDING) * self.eps_analytical * rounding
                           + ANALYTICAL_ROUNDING * self.eps_measured * measured_spread + abs(measured)
                           + (self._idiom(dirs, products) if self._idiom is not None else 0.0))
-        result = self._directional(dirs, h, magnitude, count, collect(), calls)
-        if adapt and result.resolution > TARGET_RESOLUTION and result.truncation > 4 * result.noise:
-            factor = min(0.5, max(1 / 64, (result.noise / result.truncation) ** (1 / 3)))
-            again = self._directional(dirs, h * factor, magnitude, count)
-            again.calls += result.calls
-            # for a smooth f the smaller step's estimate lies within the first's error bound, and the first's
-            # bound is small beside the derivative; when either fails and the smaller step then disagrees, f is
-            # not smooth at the scale of the step (a kink crossed, or quantised: float16 inside, a rounding)
-            first = result
-            if again.tolerance < first.tolerance:
-                result = again
-            else:
-                result.calls = again.calls
-            result.unstable = not result.ok and (
-                abs(again.numerical - first.numerical) > first.tolerance + again.tolerance
-                or first.tolerance > UNSTABLE_FRACTION * max(magnitude, 1e-300))
-        return result
+        return magnitude, count
+
+    def _two_point(self, h, magnitude, count, points, calls):
+        """The comparison from f(+-h) alone, judged against the tolerance's floor: SAFETY x the rounding
+        floor of f's central difference (2 eps * sum|terms| / h) plus the analytical side's rounding.
+
+        Sound as a clean pass: the four-point tolerance (_directional) is never below this one (its
+        noise is at least the floor, its truncation at least 0), and Richardson's residual differs from
+        this one by at most 4/3 of the measured truncation, which that tolerance covers SAFETY times. So
+        whatever passes here passes there; what does not pass here takes the other two points. (The
+        truncation and the noise are not measured here: 0 and the floor.)"""
+        (fp, ap), (fm, am) = points
+        numerical, analytical = (fp - fm) / (2 * h), (ap - am) / (2 * h)
+        noise = 2 * self.eps_numeric * self.f_abs / h
+        return Directional(analytical, numerical, numerical - analytical, SAFETY * noise + self._rounding, 0.0,
+                           noise, 0.0, magnitude, count, h, self.calls - calls)
 
     def _directional(self, dirs, h, magnitude, count, points=None, calls=None):
-        """One directional comparison at step h; points: its four evaluations, when already made (with
-        self.calls at `calls` before them)."""
+        """One directional comparison at step h, from f at +-h and +-h/2; points: those four evaluations,
+        when already made (with self.calls at `calls` before them)."""
         if points is None:
             calls = self.calls
             points = self._evaluations(dirs, (h, -h, h / 2, -h / 2))
