@@ -150,8 +150,9 @@ class Rehearsal(Subject):
 
     def read_grads(self, slots):
         """The gradients as they are: gradlab validates and copies the ones it reads with the backward's
-        answer; here they only need to exist for what leads to the points (a bad one ends the rehearsal)."""
-        return {slot.name: self.run("reading gradients", slot.grad) for slot in slots}
+        answer; here they only need to exist for what leads to the points (a bad one ends the rehearsal),
+        so all of them are read in one guarded call."""
+        return self.run("reading gradients", lambda: {slot.name: slot.grad() for slot in slots})
 
     def kept_attention(self, module):
         """Only gradlab's allowance (after the points) uses the attention weights, and it reads them with
