@@ -641,6 +641,17 @@ def gradient(subject, rng):
     return Outcome(message, metrics, {"views": views})
 
 
+def _cannot_judge_kinks(problem, resamples, what):
+    """CannotJudge: the disagreement is all where f is not differentiable. Along the direction, a kink shows
+    as a jump in slope (Directional.kinky); it can cancel there (jumps of both signs), never at one element
+    (Engine.element_map's kinks, bisection down to single elements): a correct ReLU on inputs at exactly 0
+    would otherwise be called wrong."""
+    tried = "the input tried" if resamples == 0 else f"any of the {resamples + 1} inputs tried"
+    raise CannotJudge(
+        f"the objective{problem.label} is not smooth at {tried} ({what}), so finite differences "
+        "cannot judge the gradient: does forward round, cast to int, or use a step function?")
+
+
 def judge(subject, setup, rng):
     """Compare one setup's gradients; returns {"message", "metrics", "views"} on a
     pass, raises CheckFailure naming the tensor, element and numbers otherwise."""
@@ -735,10 +746,7 @@ def judge(subject, setup, rng):
     bad = sorted((i for i, r in enumerate(per) if not r.ok and not r.kinky), key=lambda i: -per[i].wrongness[0])
     if not bad:
         if joint.kinky:
-            raise CannotJudge(
-                f"the objective{problem.label} is not smooth at any of the {resamples + 1} inputs "
-                f"tried (a kink along the test direction, slope jump {joint.kink:.3g}), so finite differences "
-                "cannot judge the gradient: does forward round, cast to int, or use a step function?")
+            _cannot_judge_kinks(problem, resamples, f"a kink along the test direction, slope jump {joint.kink:.3g}")
         # The joint disagreement is not confirmed by any tensor on its own: within the noise. Pass, noted.
         metrics.update({"module_calls": calls + engine.calls + setup.calls, "unconfirmed_joint_ratio":
                         abs(joint.residual) / joint.tolerance})
@@ -746,13 +754,18 @@ def judge(subject, setup, rng):
                            f"joint disagreement, {abs(joint.residual) / joint.tolerance:.2g}x the tolerance, is "
                            f"not confirmed by any tensor on its own){float_note}{kink_note}",
                 "metrics": metrics, "label": problem.label, "views": []}
-    rows, views, located = [], [], {}
-    for i in bad[:MAX_LOCALISED]:
+    rows, views, located, kinked = [], [], {}, {}
+    for i in bad:
+        if len(located) - len(kinked) >= MAX_LOCALISED:
+            break
         t = problem.tensors[i]
         if t.array.size <= FULL_MAP_MAX_ELEMENTS:
             emap = engine.element_map(i, allowance=problem.element_idiom and problem.element_idiom(i))
             located[i] = ("map", emap.worst, emap)
             err = np.abs(t.analytical - emap.numerical)
+            offending = err > emap.allowed
+            if offending.any() and not (offending & ~emap.kinks).any():
+                kinked[i] = int(offending.sum())      # every element off sits on a kink (see _cannot_judge_kinks)
             shape2 = (int(np.prod(t.array.shape[:-1])), t.array.shape[-1]) if t.array.ndim else (1, 1)
             # drawn against what each element is allowed: rounding-level differences show as equal
             allowed = emap.allowed if emap.allowed is not None else emap.tolerance
@@ -767,6 +780,13 @@ def judge(subject, setup, rng):
         else:
             found = engine.bisect(i, dirs[i])
             located[i] = ("bisection", found.elements, found)
+            if not found.elements and found.kinks:
+                kinked[i] = found.kinks
+    bad = [i for i in bad if i not in kinked]
+    if not bad:
+        _cannot_judge_kinks(problem, resamples, "kinks at " + ", ".join(
+            f"{n} element{'s' if n != 1 else ''} of {names[i]!r}" for i, n in kinked.items()) +
+            ", where the slopes on either side differ; the other elements agree")
     for i, (n, t, r) in enumerate(zip(names, problem.tensors, per)):
         rows.append({"tensor": n, "shape": list(t.array.shape), "error": r.wrongness[0],
                      "tolerance": r.wrongness[1], "ok": r.ok or r.kinky,

@@ -171,6 +171,23 @@ def test_kinks_at_every_input_are_reported_as_such(zoo):
         gradient_check.gradient(subject, rng_for(0, "gradient"))
 
 
+def test_kinks_whose_jumps_cancel_along_the_direction_are_still_kinks(zoo):
+    # 40 inputs at exactly 0 before a ReLU: along a random direction their slope jumps have both signs and can
+    # cancel (the directional check then sees a disagreement and no kink, 1 seed in 10); element by element
+    # they cannot, and a wrong-gradient verdict on this correct module would be a false alarm
+    for seed in range(20):
+        subject = _subject(zoo("grad_ok_ffn_relu_input.py"), "ffn")
+
+        def make_input(rng, subject=subject):
+            x = subject.kind.make_input(subject.cfg, rng)
+            x[..., ::3] = 0.0
+            return x
+
+        subject.make_input = make_input
+        with pytest.raises(CannotJudge, match="the objective is not smooth at"):
+            gradient_check.gradient(subject, rng_for(seed, "gradient"))
+
+
 class Spy:
     """Wraps a module; at every backward it snapshots the parameters and the input
     forward last saw, i.e. the state just before the numerical passes begin."""

@@ -154,6 +154,28 @@ def test_kink_at_zero_is_recognised_not_reported_as_a_wrong_gradient():
     assert not res.ok and res.kinky
 
 
+def test_the_element_map_tells_a_kink_from_a_wrong_element_where_f_curves():
+    """Element by element, one-sided slopes that differ mean a kink only when the difference stays at half
+    the step: a strongly curved f's differ by h f'' too, and there a small error must still be wrong."""
+    rng = np.random.default_rng(8)
+    v = rng.standard_normal(12)
+    v[:4] = 0.0                                   # on the ReLU's kink
+    c = rng.uniform(0.5, 1.5, 12)
+
+    def f():
+        return float(np.sum(np.maximum(v, 0) * c) + 50 * np.sum(v * v))
+
+    grad = c * (v > 0) + 100 * v
+    grad[7] *= 1 + 1e-7                           # off by a little, where f curves: h f'' is 10x the error
+    f_abs = float(np.sum(np.maximum(v, 0) * c) + 50 * np.sum(v * v))
+    e = Engine(f, [Tensor("v", v, grad)], numeric.EPS["float64"], numeric.EPS["float64"], f_abs)
+    m = e.element_map(0)
+    off = np.abs(grad - m.numerical) > m.allowed
+    assert off[:4].all() and m.kinks[:4].all()    # the kinks: off, and explained
+    assert off[7] and not m.kinks[7]              # the wrong element: off, and not a kink
+    assert not m.kinks[8:].any() and not m.kinks[4:7].any()
+
+
 def test_tie_in_a_max_is_a_kink():
     a = np.array([1.0, 1.0, -2.0])                # a tie between the first two
 

@@ -215,6 +215,8 @@ class ElementMap:
     calls: int
     worst: list = field(default_factory=list)   # [Element], worst first
     allowed: object = None    # per element: tolerance + any idiom allowance (array of the tensor's shape)
+    kinks: object = None      # per element (bool): f has a kink within the element's steps, which explains
+                              # its disagreement (the one-sided slopes differ by at least KINK_FRACTION of it)
 
 
 @dataclass
@@ -224,6 +226,7 @@ class Bisection:
     groups_tested: int
     widespread: bool          # more groups failed at some level than were followed
     calls: int
+    kinks: int = 0            # single elements that disagree only as a kink explains (not in `elements`)
 
 
 class Engine:
@@ -524,7 +527,7 @@ class Engine:
         n = t.array.size
         flat_d = d.reshape(-1)
         frontier = [(0, n)]
-        found, most_failed, tested, widespread = [], 0, 0, False
+        found, most_failed, tested, widespread, kinks = [], 0, 0, False, 0
         while frontier:
             failing = []
             for lo, hi in frontier:
@@ -537,6 +540,8 @@ class Engine:
                     tested += 1
                     if not res.ok and not res.kinky:
                         failing.append((abs(res.residual) / res.tolerance, a, b, res))
+                    elif res.kinky and b - a == 1:
+                        kinks += 1
             most_failed = max(most_failed, len(failing))
             if len(failing) > max_groups:
                 widespread = True
@@ -556,7 +561,7 @@ class Engine:
             a = float(t.analytical[index])
             elements.append(Element(index, a, a + res.residual / dk, res.tolerance / abs(dk)))
         elements.sort(key=lambda e: -e.error / max(e.tolerance, 1e-300))
-        return Bisection(elements, most_failed, tested, widespread, self.calls - calls)
+        return Bisection(elements, most_failed, tested, widespread, self.calls - calls, kinks)
 
     def _range_dirs(self, i, flat_d, lo, hi):
         part = np.zeros(flat_d.size)
@@ -571,17 +576,10 @@ class Engine:
         the worst elements are those furthest beyond tolerance + allowance."""
         calls = self.calls
         t = self.tensors[i]
-        arr, orig64 = t.array, self._originals64[i]
-        num = np.zeros(arr.shape, dtype=np.float64)
-        for index in np.ndindex(arr.shape):
-            h = self.element_step * max(1.0, abs(float(orig64[index])))
-            up = arr.dtype.type(orig64[index] + h)
-            down = arr.dtype.type(orig64[index] - h)
-            with perturbed_to(arr, index, up, self._originals[i][index]):
-                plus = self.evaluate()
-            with perturbed_to(arr, index, down, self._originals[i][index]):
-                minus = self.evaluate()
-            num[index] = (plus - minus) / (float(up) - float(down))
+        num = np.zeros(t.array.shape, dtype=np.float64)
+        bend = np.zeros(t.array.shape, dtype=np.float64)
+        for index in np.ndindex(t.array.shape):
+            num[index], bend[index] = self._element_slopes(i, index, 1.0)
         scale = max(float(np.max(np.abs(t.analytical), initial=0.0)), float(np.max(np.abs(num), initial=0.0)))
         # rounding of f over the step, the analytical side's own rounding, and a
         # truncation allowance (h^2 relative: 1e-12 at float64's step, 1e-5 at float32's)
@@ -594,11 +592,41 @@ class Engine:
         if t.rounding is not None:
             allowed = allowed + np.abs(t.rounding)      # measured per element (Tensor.rounding)
         allowed = np.broadcast_to(allowed, err.shape)
+        kinks = np.zeros(t.array.shape, dtype=bool)
+        for index in zip(*np.nonzero((err > allowed) & (np.abs(bend) > KINK_FRACTION * err))):
+            kinks[index] = self._element_kink(i, index, bend[index], err[index])
         order = np.argsort(err - allowed, axis=None)[::-1][:top]
-        worst = [Element(tuple(int(j) for j in np.unravel_index(k, arr.shape)), float(t.analytical.flat[k]),
+        worst = [Element(tuple(int(j) for j in np.unravel_index(k, t.array.shape)), float(t.analytical.flat[k]),
                          float(num.flat[k]), float(allowed.flat[k]))
                  for k in order if err.flat[k] > 0]
-        return ElementMap(num, tolerance, self.calls - calls, worst, allowed)
+        return ElementMap(num, tolerance, self.calls - calls, worst, allowed, kinks)
+
+    def _element_slopes(self, i, index, fraction):
+        """(the central difference of f in element `index` of tensor i, its right slope minus its left
+        slope), at fraction x the element step (the steps actually taken: the array's dtype rounds them).
+        The slopes differ by a kink's jump (ReLU at exactly 0, a tie in a max), by ~h f'' for a smooth f."""
+        arr, original, original64 = self.tensors[i].array, self._originals[i][index], float(self._originals64[i][index])
+        h = fraction * self.element_step * max(1.0, abs(original64))
+        up, down = arr.dtype.type(original64 + h), arr.dtype.type(original64 - h)
+        with perturbed_to(arr, index, up, original):
+            plus = self.evaluate()
+        with perturbed_to(arr, index, down, original):
+            minus = self.evaluate()
+        central = (plus - minus) / (float(up) - float(down))
+        right, left = float(up) - original64, original64 - float(down)
+        if right <= 0 or left <= 0:      # no step on one side: no kink can be seen
+            return central, 0.0
+        return central, (plus - self.f0) / right - (self.f0 - minus) / left
+
+    def _element_kink(self, i, index, bend, err):
+        """Whether a kink within the element's steps explains its disagreement err. The slopes' difference at
+        half the step: a smooth f's halves with the step, a kink's jump stays; bend(h) - 2 bend(h/2) is the
+        jump, as Directional.kink is along a direction, but with no other element's jump to cancel it. The
+        jump must explain the disagreement (KINK_FRACTION of it) and stand clear of the slopes' rounding."""
+        _, half = self._element_slopes(i, index, 0.5)
+        step = self.element_step * max(1.0, abs(float(self._originals64[i][index])))
+        jump = abs(bend - 2 * half)
+        return bool(jump > KINK_FRACTION * err and jump > KINK_NOISE * 10 * self.noise_f / step)
 
 
 @contextlib.contextmanager
