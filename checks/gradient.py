@@ -835,10 +835,16 @@ def judge(subject, setup, rng):
         sentence = backward_variants.explain(subject, problem.tensors, problem.context, problem.eps_analytical)
         if sentence:
             hint = f". {sentence[0].upper()}{sentence[1:]}"
-    if how == "map" and not hint:
-        sentence = diagnosis.diagnose(kind, t.name, t.analytical, info.numerical, problem.context)
-        if sentence:
-            hint = f". {sentence[0].upper()}{sentence[1:]}"
+    # the patterns of a full map: the worst tensor's first, then the others' (each sentence names its tensor: an
+    # input gradient wrong in no simple way can sit beside a bias gradient wrong by exactly sqrt(d_k))
+    for i in bad:
+        if hint:
+            break
+        if located.get(i, ("",))[0] == "map":
+            sentence = diagnosis.diagnose(kind, names[i], problem.tensors[i].analytical, located[i][2].numerical,
+                                          problem.context)
+            if sentence:
+                hint = f". {sentence[0].upper()}{sentence[1:]}"
     metrics.update({"max_error": error, "tolerance": tolerance, "worst_tensor": t.name,
                     "module_calls": calls + engine.calls + setup.calls,
                     "wrong_tensors": ",".join(names[i] for i in bad)})

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+import gradlab
 from gradlab.contract.config import Config
 from gradlab.diagnosis.causes import diagnose, factor_pattern, name_factor, position_pattern
 from gradlab.contract.kinds import KINDS
@@ -171,6 +172,15 @@ def test_gradient_check_reports_the_diagnosis(run, zoo, kind, name, words):
     assert record.status == "fail", record.message
     for word in words:
         assert word in record.message, (word, record.message)
+
+
+def test_the_diagnosis_is_found_in_any_wrong_tensor_not_only_the_worst(zoo):
+    # the input gradient of this bug is wrong in no simple way, and is the worst tensor at 3 seeds in 10; its
+    # bias gradient is exactly sqrt(d_k) x the right one in the Q columns: that is said, naming the bias
+    for seed in range(12):
+        record = gradlab.check("attention", impl=zoo("red_mod_attention_scale_dk_fwd.py"), checks=["gradient"],
+                               seed=seed, isolate=False)["gradient"]
+        assert record.status == "fail" and "a factor of sqrt(d_k)" in record.message, (seed, record.message)
 
 
 def test_a_factor_names_every_meaning_it_may_have_and_half_is_not_twice():
