@@ -27,8 +27,9 @@ it: one worker at a time, so gradlab and the worker poll for a reply for up to 1
 before they sleep (Limits.spin; protocol.Channel). Grading and pytest -n run several
 workers at once and do not poll.
 
-Medians of --repeats runs. BLAS threads are whatever the environment says for
-the in-process side and 1 in the worker (OPENBLAS_NUM_THREADS etc.); the load
+Medians of --repeats runs (at least GRADIENT_ROUNDS rounds for the gradient check). BLAS
+threads are whatever the environment says for the in-process side and 1 in the worker
+(OPENBLAS_NUM_THREADS etc.); the load
 average of the machine is printed with the numbers, since a busy machine makes
 every context switch slow.
 """
@@ -50,6 +51,7 @@ from gradlab.execution.subject import Subject
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIG = dict(batch_size=2, seq_len=16, d_model=64, num_heads=4, max_len=16)
+GRADIENT_ROUNDS = 101     # at least: one round takes ~5 ms, and 21 rounds moved the ratio by 0.2 between runs
 
 
 def median_time(fn, repeats):
@@ -190,7 +192,8 @@ def main():
     worker = loader.open_implementation(None, isolate=True, limits=Limits(spin=True))   # as gradlab check has it
     started = time.perf_counter() - start
     try:
-        (here, there), ratio, requests = gradient_seconds([loader.reference(), worker], r)
+        rounds = max(r, GRADIENT_ROUNDS)
+        (here, there), ratio, requests = gradient_seconds([loader.reference(), worker], rounds)
         call_there = call_seconds(worker, r)
         cpu_parent, cpu_worker = call_cpu_seconds(worker)
     finally:
@@ -224,8 +227,9 @@ def main():
 
     header = ("| measurement | in gradlab's process | through a worker | ratio |\n|---|---:|---:|---:|")
     table = header + "\n" + "\n".join(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows)
-    conditions = (f"Medians of {r} runs (the gradient check's ratio: the median of per-round ratios, the two "
-                  f"sides alternating); one in-process forward+backward of the attention: {fb * 1e3:.3f} ms. "
+    conditions = (f"Medians of {r} runs ({rounds} for the gradient check, whose ratio is the median of per-round "
+                  f"ratios, the two sides alternating); one in-process forward+backward of the attention: "
+                  f"{fb * 1e3:.3f} ms. "
                   f"Load average while measuring: {load:.1f} on {os.cpu_count()} cores. "
                   f"OPENBLAS_NUM_THREADS in gradlab's process: {os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; "
                   f"in the worker: 1. numpy {np.__version__}, Python {sys.version.split()[0]}.")
