@@ -120,6 +120,17 @@ def test_correct_relu_ffn_and_cross_entropy_pass(run, zoo, seed):
             assert record.status == "pass", record.message
 
 
+def test_a_gradient_that_is_rounding_only_is_allowed_the_modules_rounding(zoo):
+    # a separate key bias: its gradient is 0 in theory (softmax ignores a shift of a row), the float32 rounding
+    # of the key gradients it is summed from in practice (~3e-7); judged by its own tiny size, that rounding
+    # was 'wrong' at these seeds (found at seeds 100-399; the float64 copy's measurement of it is not trusted)
+    for name in ("ref_attention_split.py", "red_mod_attention_ok_heads_loop.py"):
+        for seed in (168, 212, 246, 295, 301, 363):
+            record = gradlab.check("attention", impl=zoo(name), checks=["gradient"], seed=seed, dtype="float32",
+                                   isolate=False)["gradient"]
+            assert record.status == "pass", (name, seed, record.message)
+
+
 def test_float32_numerics_move_to_a_float64_copy(run):
     record = gradient_record(run, "attention", dtype="float32")
     assert record.metrics["numerics"] == "a float64 copy of your float32 module"

@@ -176,6 +176,28 @@ def test_the_element_map_tells_a_kink_from_a_wrong_element_where_f_curves():
     assert not m.kinks[8:].any() and not m.kinks[4:7].any()
 
 
+def test_a_small_tensor_is_judged_at_its_own_scale_and_rounding_residue_at_the_modules():
+    """float32: a tensor 1e-3 of the module's size, off by 1e-2 of itself, fails; a tensor that is only
+    rounding residue (a few eps of the module's largest entry: 0 in theory) passes whatever its entries."""
+    rng = np.random.default_rng(9)
+    big, small, residue = rng.standard_normal(50), rng.standard_normal(6), rng.standard_normal(6)
+    c_big, c_small = rng.standard_normal(50), 1e-3 * rng.standard_normal(6)
+
+    def f():
+        return float(big @ c_big + small @ c_small)       # residue does not move f: its true gradient is 0
+
+    eps = numeric.EPS["float32"]
+    for off, noise, ok in ((0.0, 2 * eps, True), (1e-2, 2 * eps, False)):
+        grads = [c_big.copy(), c_small * (1 + off), noise * float(np.abs(c_big).max()) * rng.standard_normal(6)]
+        e = Engine(f, [Tensor("big", big, grads[0]), Tensor("small", small, grads[1]),
+                       Tensor("residue", residue, grads[2])], numeric.EPS["float64"], eps,
+                   float(np.abs(big * c_big).sum() + np.abs(small * c_small).sum()))
+        res = [e.directional(e.tensor_dirs([random_direction(rng, a.shape) for a in (big, small, residue)], {i}))
+               for i in range(3)]
+        assert res[2].ok and res[0].ok
+        assert res[1].ok == ok, (off, res[1])
+
+
 def test_tie_in_a_max_is_a_kink():
     a = np.array([1.0, 1.0, -2.0])                # a tie between the first two
 

@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gradlab.numerics import tolerance as _tolerance
-from gradlab.numerics.tolerance import ANALYTICAL_ROUNDING, ELEMENT_ROUNDING, EPS, HALF_ROUNDING, SAFETY
+from gradlab.numerics.tolerance import (ANALYTICAL_ROUNDING, ELEMENT_ROUNDING, EPS, HALF_ROUNDING, ROUNDING_ONLY,
+                                        SAFETY)
 
 eps_of = _tolerance.eps_of     # EPS and eps_of are the table's own, here too for the checks that read them here
 
@@ -434,9 +435,10 @@ class Engine:
         magnitude, rounding, count = 0.0, 0.0, 0
         measured, measured_spread = 0.0, 0.0     # tensors whose rounding was measured (Tensor.rounding)
         half = self.eps_analytical >= EPS["float16"]
-        # float16: rounding is relative to the module's largest gradient entry, not the tensor's own (a key
-        # bias' gradient is 0 in theory and float16 noise of the key gradients in practice)
-        module_max = max(self._largest(i) for i in range(len(self.tensors))) if half else 0.0
+        # a tensor's rounding is relative to its own largest entry, unless that entry is itself within rounding of
+        # the module's largest (a key bias: its gradient is 0 in theory, the rounding of the key gradients it is
+        # summed from in practice); in float16, always relative to the module's largest
+        module_max = max(self._largest(i) for i in range(len(self.tensors)))
         products = [None] * len(dirs)    # analytical * d, formed only for an idiom and float16
         for i, (t, d) in enumerate(zip(self.tensors, dirs)):
             if d is None:
@@ -460,8 +462,12 @@ class Engine:
                 continue
             own = float(np.sqrt((products[i] ** 2).sum())) if half else part
             cancel = 1 if half else 4
+            if largest <= ROUNDING_ONLY * self.eps_analytical * module_max:
+                # rounding residue: at the module's scale and precision (its few bits may read as float32 numbers)
+                rounding += own + cancel * module_max * norm
+                continue
             coarser = t.eps / self.eps_analytical if t.eps else 1.0     # (t.eps is only set when coarser)
-            rounding += coarser * (own + cancel * max(largest, module_max) * norm)
+            rounding += coarser * (own + cancel * (module_max if half else largest) * norm)
         self._rounding = ((HALF_ROUNDING if half else ANALYTICAL_ROUNDING) * self.eps_analytical * rounding
                           + ANALYTICAL_ROUNDING * self.eps_measured * measured_spread + abs(measured)
                           + (self._idiom(dirs, products) if self._idiom is not None else 0.0))

@@ -117,6 +117,8 @@ PATTERN_MATCH = 1e-3
 
 SAFETY = 10.0                # tolerance = SAFETY x the measured numerical error
 ANALYTICAL_ROUNDING = 8.0    # the analytical side may be off by this x eps x (sum|a_i d_i| + 4 max|a| |d|)
+ROUNDING_ONLY = 64.0         # a gradient whose entries are all within this x eps of the module's largest is rounding:
+                             # its allowance is relative to the module's largest entry, not its own
 ELEMENT_ROUNDING = 64.0      # per element: this x eps(analytical) x the tensor's largest gradient
 HALF_ROUNDING = 1.0          # float16 analytical side: this x eps x (||a * d|| + max|a| ||d||), a random walk
                              # (correct modules stay below 0.12 of it over 20 seeds, every module kind)
