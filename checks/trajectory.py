@@ -199,10 +199,11 @@ def _optimizer_run(subject, params0, grads_seq, shown=("weight_decay",), second=
 
 
 def _updates_in_float32(params0, got):
-    """Every step changed every parameter by a float32 number, up to the float64 rounding of subtracting it
-    from the parameter (one ulp of the parameter), and some change is not 0: an update computed in float32
-    (moments kept in float32) applied to float64 parameters. A float64 update of 1e-3 to a parameter of 1 is
-    a float32 number to within 1e-16 with probability ~1e-7 per element."""
+    """Every step changed every parameter by a float32 number, up to the float64 rounding of applying it and of
+    taking the change back out (an ulp of the larger of the parameter before and after, each: a parameter of
+    -0.0025 moved by 0.0138 rounds at 0.011's scale, not at 0.0025's), and some change is not 0: an update
+    computed in float32 (moments kept in float32) applied to float64 parameters. A float64 update of 1e-3 to
+    a parameter of 1 is a float32 number to within 1e-16 with probability ~1e-7 per element."""
     before, moved = params0, False
     for after in got:
         for name, p in after.items():
@@ -210,7 +211,7 @@ def _updates_in_float32(params0, got):
             change = p - p0
             with np.errstate(over="ignore", invalid="ignore"):
                 off = np.abs(change - change.astype(np.float32).astype(np.float64))
-            if not np.all(off <= np.spacing(np.abs(p0))):
+            if not np.all(off <= 2 * np.spacing(np.maximum(np.abs(p0), np.abs(p)))):
                 return False
             moved = moved or bool(change.any())
         before = after

@@ -86,3 +86,14 @@ def test_failure_keeps_the_curve_per_parameter(run, zoo):
     assert set(curve["series"]) == set(traj.SHAPES)
     assert curve["series"]["bias"][0] == 0.0 and curve["series"]["w1"][0] > 0   # first parameter right, then wrong
     assert record.metrics["step"] == 1 and record.metrics["parameter"] == "w1"
+
+
+def test_float32_moments_are_seen_when_a_parameter_is_smaller_than_its_update(zoo):
+    # a float64 parameter of -0.0025 moved by 0.0138: subtracting the float32 update rounds at the result's scale,
+    # above one ulp of the parameter before it; the float32 moments went unseen and float64's 1e-10 failed them
+    # (found at seeds 100-399; these are the seeds it happened at)
+    import gradlab
+    for seed in (123, 163, 175, 190, 200):
+        record = gradlab.check("adam", impl=zoo("red_fn_ok_adam_float32_moments.py"), checks=["trajectory"],
+                               seed=seed, dtype="float64", isolate=False)["trajectory"]
+        assert record.status == "pass", (seed, record.message)
