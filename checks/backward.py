@@ -104,10 +104,10 @@ def backward(subject, rng):
         elif found:
             row["linear"] = False
             index, got, want, worst, allowed = found
+            shown_got, shown_want = distinct(got, want)
             failures.append(("linear", name, found, (
                 f"{kind.name}: backward is not linear in grad_out for {_words(name)}: backward({A:g}*g1 {B:+g}*g2) "
-                f"gives {distinct(got, want)[0]} at index {index}, but {A:g}*backward(g1) {B:+g}*backward(g2) gives "
-                f"{distinct(got, want)[1]} "
+                f"gives {shown_got} at index {index}, but {A:g}*backward(g1) {B:+g}*backward(g2) gives {shown_want} "
                 f"(difference {worst:.3g}, allowed {allowed:.2g}). The gradient must be a linear function of "
                 "grad_out: no clipping, abs, squaring or normalising of grad_out, no branch on its sign or size")))
         rows.append(row)

@@ -16,10 +16,9 @@ entries, so the mask is visible from the output. Checked:
 """
 import numpy as np
 
-from gradlab.contract.numbers import distinct
-
 from gradlab.contract.errors import CheckFailure
 from gradlab.contract.kinds import STOCHASTIC
+from gradlab.contract.numbers import distinct
 from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
 from gradlab.numerics.stats import binomial_two_sided, normal_two_sided

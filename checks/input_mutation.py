@@ -5,9 +5,9 @@ residual stream of a block, the gradient another branch still needs).
 clip_grad_norm is exempt: scaling the gradients in place is its contract."""
 import numpy as np
 
+from gradlab.contract.config import OTHER_DECAY
 from gradlab.contract.errors import CheckFailure
 from gradlab.contract.kinds import CHUNKED, DIFFERENTIABLE, OPTIMIZER, PROBABILITIES
-from gradlab.checks.trajectory import OTHER_DECAY
 from gradlab.execution.calls import accepts, call_chunked
 from gradlab.execution.subject import IGNORE_INDEX, call_cross_entropy, call_softmax, takes_ignore_index, with_ignored
 from gradlab.contract.suite import Outcome, check

@@ -44,7 +44,8 @@ def _passed(parameters):
     return Outcome(f"builds; forward and backward run; {_found(parameters)}", {"parameters": parameters})
 
 
-@check("smoke", order=0, shown_by=shown_by, summary="the module builds, and forward/backward (or the function) return arrays of the right shape")
+@check("smoke", order=0, shown_by=shown_by,
+       summary="the module builds, and forward/backward (or the function) return arrays of the right shape")
 def smoke(subject, rng):
     kind, cfg = subject.kind, subject.cfg
     if kind.form == "module":

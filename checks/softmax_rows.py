@@ -105,8 +105,8 @@ def softmax_rows(subject, rng):
     problem = _row_problems(lambda i: f"attn_weights[batch {i[0]}, head {i[1]}, row {i[2]}]", A,
                            kind.has(CAUSAL), dtype)
     b, h = (problem[1][0], problem[1][1]) if problem else (0, 0)
-    view = heatmap(f"{kind.name}: attn_weights[{b}, {h}] (rows: queries, columns: keys; the future is grey where its weight is 0)",
-                   A[b, h].tolist(), xlabel="key position", ylabel="query position", mask_upper=True)
+    view = heatmap(f"{kind.name}: attn_weights[{b}, {h}] (rows: queries, columns: keys; the future is grey where "
+                   "its weight is 0)", A[b, h].tolist(), xlabel="key position", ylabel="query position", mask_upper=True)
     metrics = {"rows": B * H * T, "max_sum_error": float(np.abs(A.sum(-1) - 1).max()),
                "max_future_weight": float(np.abs(np.triu(A, k=1)).max())}
     if problem:

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from gradlab.contract.config import OTHER_DECAY
 from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.contract.kinds import TRAJECTORY
 from gradlab.contract.numbers import distinct
@@ -29,7 +30,6 @@ STEPS = 6
 # "trajectory" row of gradlab.numerics.tolerance; clipping and the schedule from theirs.
 # Every optimizer runs with and without weight decay: the cfg's value, and OTHER_DECAY (or 0 when
 # the cfg's is not 0), so a decay applied the wrong way is seen whatever the kind's default.
-OTHER_DECAY = 0.01
 # ... and in that second run every other hyperparameter the reference optimizer reads is moved off the
 # cfg's value too, each to its own value: one hard-coded (betas=(0.9, 0.999)), or read from the wrong field
 # (SGD's momentum from beta1: both 0.9 by default), would pass a run at the defaults.

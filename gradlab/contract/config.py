@@ -88,6 +88,10 @@ class Config:
         return {k: copy.deepcopy(v) if isinstance(v, (list, dict, set)) else v for k, v in d.items()}
 
 
+# the weight decay the optimizer checks turn on when cfg's is 0 (trajectory's second run, input_mutation's): a decay
+# applied the wrong way, or in place on the caller's gradient, shows whatever the kind's default
+OTHER_DECAY = 0.01
+
 FIELDS = {f.name: f for f in dataclasses.fields(Config) if f.name != "extra"}
 _NAMES = tuple(FIELDS)
 _DEFAULT = Config()     # the defaults, checked once; make_config's changes are checked one by one

@@ -84,21 +84,22 @@ def resolve_names(kind_name, theirs, reference, param_map=None):
 
 def _suffix_match(theirs, reference):
     """{their name: reference name} where their name is the reference's under a prefix of their own
-    ("layers.ln1.gamma" for "ln1.gamma": children kept in a dict or a container attribute), of the same
-    layout, and nothing else of either side pairs with either of the two."""
-    pairs = [(n, r) for n, shape in theirs.items() for r, ref_shape in reference.items()
-             if n.endswith("." + r) and same_layout(shape, ref_shape)]
-    return {n: r for n, r in pairs
-            if sum(1 for m, q in pairs if m == n) == 1 and sum(1 for m, q in pairs if q == r) == 1}
+    ("layers.ln1.gamma" for "ln1.gamma": children kept in a dict or a container attribute) (_unique_pairs)."""
+    return _unique_pairs(theirs, reference, lambda n, r: n.endswith("." + r))
 
 
 def plural_match(theirs, reference):
     """{their name: reference name} where their name is the reference's in the plural ("weights", "biases":
-    nnfs-style Layer_Dense), under a prefix of their own or not, of the same layout, and pairing uniquely."""
-    def plural(n, r):
-        return any(n == r + end or n.endswith("." + r + end) for end in ("s", "es"))
+    nnfs-style Layer_Dense), under a prefix of their own or not (_unique_pairs)."""
+    return _unique_pairs(theirs, reference,
+                         lambda n, r: any(n == r + end or n.endswith("." + r + end) for end in ("s", "es")))
+
+
+def _unique_pairs(theirs, reference, names_pair):
+    """{their name: reference name} for the names that pair (names_pair(theirs, ref)), of the same layout, where
+    nothing else of either side pairs with either of the two."""
     pairs = [(n, r) for n, shape in theirs.items() for r, ref_shape in reference.items()
-             if plural(n, r) and same_layout(shape, ref_shape)]
+             if names_pair(n, r) and same_layout(shape, ref_shape)]
     return {n: r for n, r in pairs
             if sum(1 for m, q in pairs if m == n) == 1 and sum(1 for m, q in pairs if q == r) == 1}
 

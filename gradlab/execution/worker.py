@@ -443,7 +443,6 @@ class State:
 _ALLOWED = None
 
 
-
 _np_seed, _py_seed = np.random.seed, _random.seed     # bound before any student code runs
 
 

@@ -78,7 +78,7 @@ def _sha(text):
     return hashlib.sha256(data).hexdigest()
 
 
-def verify(out, written, graded, records, rubric, seed, version):
+def verify(out, written, graded, records, rubric):
     """After grading: every student file this run wrote that is no longer what it wrote (a submission's code,
     running as the same user, can write into OUT) is written again from the results in memory. Returns the
     paths put back."""

@@ -76,7 +76,7 @@ def grade_class(submissions, out, kinds=None, rubric_path=None, seed=None, worke
         else:
             _locally(workers or os.cpu_count() or 1, todo, kinds, rubric, seed, limits, finished)
     progress.close()
-    restored = outputs.verify(out, written, graded, records, rubric, seed, __version__)
+    restored = outputs.verify(out, written, graded, records, rubric)
     if restored:
         shown = ", ".join(os.path.relpath(p, out) for p in restored[:5]) + (" ..." if len(restored) > 5 else "")
         print(f"warning: {len(restored)} result file(s) changed during grading and were written again from the "

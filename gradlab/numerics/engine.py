@@ -611,7 +611,8 @@ class Engine:
         """(the central difference of f in element `index` of tensor i, its right slope minus its left
         slope), at fraction x the element step (the steps actually taken: the array's dtype rounds them).
         The slopes differ by a kink's jump (ReLU at exactly 0, a tie in a max), by ~h f'' for a smooth f."""
-        arr, original, original64 = self.tensors[i].array, self._originals[i][index], float(self._originals64[i][index])
+        arr, original = self.tensors[i].array, self._originals[i][index]
+        original64 = float(self._originals64[i][index])
         h = fraction * self.element_step * max(1.0, abs(original64))
         up, down = arr.dtype.type(original64 + h), arr.dtype.type(original64 - h)
         with perturbed_to(arr, index, up, original):
