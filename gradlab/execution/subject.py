@@ -8,13 +8,13 @@ proxy, its parameters are mirrors, and discovery runs in the worker. Checks
 use only the public methods below, never the student's objects directly."""
 import contextlib
 import inspect
-import random
 import tracemalloc
 
 import numpy as np
 
 from gradlab.execution.discovery import arrays_at_build, explain, find_slots
 from gradlab.execution.loader import is_reference_code, reference_method
+from gradlab.execution.seeding import seeded
 from gradlab.contract.errors import CheckSkipped, StudentError
 from gradlab.execution.harness import as_float_array, describe, guarded, remote_module
 from gradlab.contract.kinds import SMOOTHING
@@ -360,14 +360,8 @@ class Subject:
             finally:
                 session.reseed = None
             return
-        states = np.random.get_state(), random.getstate()
-        np.random.seed(value)       # (plan.global_seed: in [0, 2**32))
-        random.seed(value)
-        try:
+        with seeded(value):         # (plan.global_seed: in [0, 2**32))
             yield
-        finally:
-            np.random.set_state(states[0])
-            random.setstate(states[1])
 
     @contextlib.contextmanager
     def peak_memory(self):
