@@ -124,6 +124,16 @@ def test_idiom_modules_pass_every_check(run, zoo, name, kind):
         assert result.passed, [(c.name, c.message) for c in result.checks if c.status != "pass"]
 
 
+def test_a_division_eps_is_read_from_the_rows_and_rounding_is_not_one():
+    scores = np.random.default_rng(0).standard_normal((2, 4, 16, 16))
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    assert policy.division_idiom(e / e.sum(axis=-1, keepdims=True)) == 0.0        # rows sum to 1 +- rounding
+    for eps in (1e-12, 1e-9, 1e-7):
+        short = policy.division_idiom(e / (e.sum(axis=-1, keepdims=True) + eps))
+        assert eps / 16 <= short <= eps, eps
+    assert policy.division_idiom(e / (e.sum(axis=-1, keepdims=True) + 1e-5)) == 0.0   # too large: a bug, no allowance
+
+
 # ---- ...and one element off by a relative 1e-4 is still caught beside them ------------------------------
 
 def test_one_element_off_beside_a_log_eps_is_caught_on_20_seeds(zoo):

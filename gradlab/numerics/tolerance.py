@@ -295,9 +295,12 @@ def division_idiom(attn_weights):
     """How far the softmax rows a module kept fall short of 1, when by no more than a sound
     e / (e.sum() + eps) with eps <= IDIOM_EPS makes them (1 - eps / sum): the relative amount
     by which such a module's gradients differ from the exact ones. 0 when nothing is kept,
-    and 0 when the shortfall is larger (a bug, softmax_rows' finding: no allowance for it)."""
+    0 when the shortfall is larger (a bug, softmax_rows' finding: no allowance for it), and 0 when
+    it is within the rounding of a row's sum (n eps of the weights' dtype for rows of n: an exact
+    softmax's rows sum to 1 +- a few eps, and the analytical side's rounding allowance covers that)."""
     if not isinstance(attn_weights, np.ndarray) or attn_weights.dtype.kind != "f" or attn_weights.ndim < 1:
         return 0.0
     with np.errstate(all="ignore"):
         short = float(np.max(np.abs(1.0 - attn_weights.astype(np.float64).sum(axis=-1)), initial=0.0))
-    return short if short <= IDIOM_EPS else 0.0
+    rounding = attn_weights.shape[-1] * eps_of(attn_weights.dtype)
+    return short if rounding < short <= IDIOM_EPS else 0.0
