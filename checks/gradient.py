@@ -50,7 +50,7 @@ from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, SMOOTHING
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.numerics.engine import EPS, Engine, Tensor, eps_of, point_value, random_direction
 from gradlab.numerics.repeatable import require_repeatable
-from gradlab.numerics.tolerance import (IDIOM_WALK, NOISE_CANNOT_JUDGE, TWIN_MATCH, TWIN_MATCH_FLOAT16, computed_eps,
+from gradlab.numerics.tolerance import (IDIOM_SPREAD, NOISE_CANNOT_JUDGE, TWIN_MATCH, TWIN_MATCH_FLOAT16, computed_eps,
                                         division_idiom, idiom_allowance, loss_row_bounds, twin_rounding)
 from gradlab.contract.records import heatmap, table
 from gradlab.execution.subject import (IGNORE_INDEX, LOG_GUARD, call_cross_entropy, copies, loss_inputs,
@@ -248,15 +248,16 @@ class ModuleSetup:
         f_abs = float(np.sum(np.abs(terms)))
         problem = Problem(tensors, f, f_abs, eps_num, eps_an, numerics, context)
         problem.points = points
-        # a softmax normalised by (sum + eps), eps <= IDIOM_EPS, moves every gradient by eps / sum of itself:
-        # the attention weights the module (or its parts) kept show how much (0 when none are kept, or their
-        # rows sum to 1); a float64 copy keeps its own
+        # a softmax normalised by (sum + eps), eps <= IDIOM_EPS, after the max subtraction: its true gradient has
+        # a term of eps / sum the usual backward leaves out (tolerance.idiom_allowance); the attention weights the
+        # module (or its parts) kept show eps / sum (0 when none are kept, or their rows sum to 1 to rounding);
+        # a float64 copy keeps its own
         holder = self.twin[0] if self.twin is not None else self.module
         shortfall = max([division_idiom(a) for a in self.subject.kept_attention(holder)], default=0.0)
         if shortfall:      # (none: the engine allows nothing for an idiom, as idiom_allowance(..., 0) would)
             problem.idiom = lambda dirs, products: idiom_allowance([p for p in products if p is not None], shortfall)
-        # per element: "of its size", the tensor's largest entry (the idiom shifts the sums the elements come from)
-        problem.element_idiom = lambda i: (IDIOM_WALK * shortfall * float(np.abs(tensors[i].analytical).max(initial=0.0))
+        # per element: on the tensor's largest entry (the term follows the attention's gradient, not the element's)
+        problem.element_idiom = lambda i: (IDIOM_SPREAD * shortfall * float(np.abs(tensors[i].analytical).max(initial=0.0))
                                            if shortfall else None)
         if self.twin is None and num_inputs is inputs:
             problem.f0 = float(np.sum(terms))    # exactly what f() computes at the unperturbed point

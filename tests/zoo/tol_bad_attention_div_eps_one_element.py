@@ -1,5 +1,5 @@
 """Broken in the smallest way, beside a sound idiom: the e / (sum + 1e-7) attention whose gradient of
-qkv_weight is off by a relative 1e-4 in one element."""
+qkv_weight is off by a relative 1e-3 in one element."""
 import numpy as np
 
 import gradlab
@@ -19,7 +19,7 @@ class OneOff(CausalAttention):
 
     def backward(self, dout):
         dx = super().backward(dout)
-        self.grads["qkv_weight"][WHERE] *= 1 + 1e-4
+        self.grads["qkv_weight"][WHERE] *= 1 + 1e-3
         return dx
 
 
