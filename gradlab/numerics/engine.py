@@ -53,7 +53,8 @@ MAX_GROUPS = 4               # bisection follows at most this many failing group
 UNSTABLE_FRACTION = 0.1      # a first step whose error bound is this fraction of the derivative's size
 
 
-_POOL_SIZE = 1 << 16
+_POOL_BITS = 16
+_POOL_SIZE = 1 << _POOL_BITS
 _pool = None
 
 
@@ -77,9 +78,12 @@ def random_direction(rng, shape, floor=DIRECTION_FLOOR):
     if n > _POOL_SIZE:
         reps = -(-n // _POOL_SIZE)
         return np.concatenate([random_direction(rng, (_POOL_SIZE,), floor) for _ in range(reps)])[:n].reshape(shape)
-    offset = int(rng.integers(0, _POOL_SIZE))
+    # the generator's raw 64-bit words: the first's top 16 bits pick the offset, the rest are the signs
+    # (Generator.integers and .bytes cost ~25 us a call in a check, more than this whole function otherwise)
+    words = rng.bit_generator.random_raw(1 + (n + 63) // 64).astype("<u8", copy=False)
+    offset = int(words[0] >> np.uint64(64 - _POOL_BITS))
     d = _pool[offset:offset + n] + floor
-    signs = np.unpackbits(np.frombuffer(rng.bytes((n + 7) // 8), dtype=np.uint8), count=n).astype(np.uint64)
+    signs = np.unpackbits(words[1:].view(np.uint8), count=n).astype(np.uint64)
     signs <<= np.uint64(63)
     d.view(np.uint64)[...] ^= signs                 # flip the sign bit where the random bit is 1
     return d.reshape(shape)
