@@ -26,11 +26,10 @@ def _state():
 @pytest.fixture(params=["raw bytes", "get_state"])
 def path(request, monkeypatch):
     """Both ways of saving: the fast one, and the one used when the raw layout does not check out."""
-    if request.param == "get_state":
+    if request.param == "get_state":     # (monkeypatch puts both back after the test)
         monkeypatch.setattr(seeding, "_read_view", lambda generator: None)
         monkeypatch.setattr(seeding, "_cached", (None, None))
-    yield request.param
-    monkeypatch.setattr(seeding, "_cached", (None, None))
+    return request.param
 
 
 @pytest.mark.parametrize("normals_before", [0, 1, 2, 3])     # odd: the caller has a normal cached

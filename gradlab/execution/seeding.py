@@ -31,6 +31,7 @@ def _state_view(generator):
 
 
 def _read_view(generator):
+    """_state_view's work: the view, checked against the generator's public state."""
     try:
         raw = (ctypes.c_uint8 * _STATE_BYTES).from_address(generator.ctypes.state_address)
         view = np.frombuffer(raw, dtype=np.uint8)
@@ -58,9 +59,9 @@ def _restore_legacy(saved):
     legacy = np.random.mtrand._rand
     raw, rest = saved
     view = _state_view(legacy._bit_generator)
-    if raw is None or view is None:
-        legacy.set_state(rest if raw is None else _as_state(raw, rest))
-    elif rest is not None:
+    if raw is None:
+        legacy.set_state(rest)
+    elif view is None or rest is not None:     # a new generator, or a cached normal: only set_state sets it
         legacy.set_state(_as_state(raw, rest))
     else:
         legacy.seed(0)          # empties the Gaussian cache; the bytes below replace the rest
