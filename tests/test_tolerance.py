@@ -209,11 +209,14 @@ def test_the_division_idiom_allowance_covers_the_term_the_usual_backward_leaves_
     assert old_model > pairs / 20, (old_model, pairs)       # the measurement this replaces: the term is real
 
 
-@pytest.mark.parametrize("name, seed", [("tol_ok_attention_div_eps.py", 475),              # 1 of 800 seeds failed
-                                        ("tol_ok_attention_div_eps_no_out.py", 78)])       # 1 of 100 seeds failed
-def test_a_division_eps_whose_rows_are_near_one_hot_passes(idiom, name, seed):
-    # the seeds where the max subtraction's term exceeded the relative-error allowance it replaced
-    record = gradlab.check("attention", impl=idiom(name, 1e-7), checks=["gradient"], seed=seed)["gradient"]
+@pytest.mark.parametrize("name, seed, dtype", [("tol_ok_attention_div_eps.py", 14, "float64"),   # 3 of 800 seeds
+                                               ("tol_ok_attention_div_eps.py", 133, "float64"),
+                                               ("tol_ok_attention_div_eps_no_out.py", 220, "float32"),  # 3 of 600
+                                               ("tol_ok_attention_div_eps_no_out.py", 295, "float64")])
+def test_a_division_eps_whose_rows_are_near_one_hot_passes(idiom, name, seed, dtype):
+    # seeds where the max subtraction's term exceeds the relative-error allowance IDIOM_SPREAD replaced (4 x ...):
+    # found by running the old factor on random_direction's current stream (they move when the stream does)
+    record = gradlab.check("attention", impl=idiom(name, 1e-7), checks=["gradient"], seed=seed, dtype=dtype)["gradient"]
     assert record.status == "pass", record.message
 
 
