@@ -33,7 +33,7 @@ from math import isfinite as _isfinite
 from time import monotonic as _monotonic
 
 # Bound before any student code runs: a file that patches these later does not reach them.
-from gradlab.execution.protocol import SPIN, Channel, ChannelClosed, Decoder, Encoder, changed, snapshot, \
+from gradlab.execution.protocol import IDLE_SPIN, Channel, ChannelClosed, Decoder, Encoder, changed, snapshot, \
     type_name as _type_name
 from gradlab.execution import limits as _limits
 from gradlab.execution.harness import student_frame as _student_frame, student_traceback as _student_traceback
@@ -687,7 +687,7 @@ def main():
     chan = Channel(read_fd, write_fd, blocking=False)    # (no deadline: it waits as long as it takes)
     chan.send({"ready": 1, "b": []})        # started: the time limits count from here
     header, payload = chan.recv()
-    chan.spin = SPIN if header.get("spin") is True else 0.0     # gradlab's Limits.spins()
+    chan.spin = IDLE_SPIN if header.get("spin") is True else 0.0     # gradlab's Limits.spins()
     _limits.apply_in_worker(header.get("memory_mb"), header.get("output_mb"))
     dump = open(header.get("dump", "last_seen.txt"), "w")
     faulthandler.enable(file=dump)          # a crash (SIGSEGV, ...) leaves a traceback
