@@ -201,3 +201,16 @@ def test_only_one_worker_at_a_time_polls_the_grader_and_thread_pools_do_not(monk
         assert impl.session.chan.spin == SPIN and impl.get("linear") is not None
     finally:
         impl.close()
+
+
+def test_a_rehearsals_generator_reuses_its_bit_generator_and_one_for_the_students_code_is_new():
+    from gradlab.execution import worker
+    state = np.random.default_rng(5).bit_generator.state
+    first = worker._generator(state, own=True)
+    drawn = first.standard_normal(4)
+    again = worker._generator(state, own=True)
+    assert again.bit_generator is first.bit_generator and (again.standard_normal(4) == drawn).all()
+    students = [worker._generator(state) for _ in range(2)]      # the student's code may keep one
+    assert students[0].bit_generator is not students[1].bit_generator
+    assert all(s.bit_generator is not first.bit_generator for s in students)
+    assert (students[0].standard_normal(4) == drawn).all()

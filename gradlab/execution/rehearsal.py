@@ -303,7 +303,7 @@ def rehearse(state, header, handle, module, send_build):
     try:
         rehearsal = Rehearsal(state, header, handle, module, get_kind(script["kind"]), header_cfg(state, header),
                               send_build)
-        rng = _worker(state)._generator(script["rng"])
+        rng = _worker(state)._generator(script["rng"], own=True)
         if script.get("check") == "gradient":
             from gradlab.checks.gradient import ModuleSetup, judge
             judge(rehearsal, ModuleSetup(rehearsal, rng), rng)
