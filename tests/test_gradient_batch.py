@@ -125,6 +125,8 @@ def test_the_gradient_check_on_the_attention_makes_four_requests_or_one_rehearse
     assert counts == [4, 1]
     assert [r.status for r in records] == ["pass", "pass"] and records[0].message == records[1].message
     assert records[0].metrics == records[1].metrics
+    # the rehearsal's last answer said it was the last: nothing of it is left to read before the next request
+    assert worker_impl.session._recorded is None
 
 
 # ---- Subject.forwards: parameters held for one call, then restored exactly ------------------------
@@ -236,16 +238,18 @@ def test_a_forward_that_hangs_mid_batch_is_stopped_with_where(tmp_path):
     assert status == "error" and "forward ran past" in message and "last seen at hangs.py:" in message
 
 
-@pytest.fixture(params=["forward", "backward"])
+@pytest.fixture(params=["forward", "backward", "points"])
 def answer_not_used(request, monkeypatch):
-    """gradlab's signature of the forward (or the backward) request differs from the rehearsal's, so it
-    does not use that answer: it drops the rest of the rehearsal and sends its own requests."""
+    """gradlab's signature of the forward (or the backward, or the points': the rehearsal's last answer,
+    which says it is the last) request differs from the rehearsal's, so it does not use that answer: it
+    drops the rest of the rehearsal and sends its own requests."""
     from gradlab.execution import remote
     real = remote.signature
+    method, calls = ("forward", 2) if request.param == "points" else (request.param, 1)
 
     def differs(op, steps, *rest):
         sig = real(op, steps, *rest)
-        return None if steps and steps[0][1] == request.param and len(steps) == 1 else sig
+        return None if steps and steps[0][1] == method and len(steps) == calls else sig
     monkeypatch.setattr(remote, "signature", differs)
     return request.param
 

@@ -133,6 +133,7 @@ class Rehearsal(Subject):
         self.found = None         # the parameters found after the build
         self._send_build = send_build   # sends the build's reply: once, before the first recorded call
         self._progress = _Progress(header["script"].get("progress"))
+        self.ended = False        # the last message sent said "end"
 
     # ---- what runs unrecorded: gradlab reading the module -------------------------------------
     def build(self, rehearse=None):
@@ -209,7 +210,7 @@ class Rehearsal(Subject):
                 failed = e.info
                 break
             done.append(reply)
-        self._record(sig, {"value": done, **({"failed": failed} if failed else {})}, enc)
+        self._record(sig, {"value": done, **({"failed": failed} if failed else {})}, enc, last=True)
         raise _End()     # the points of the first directional check: where the rehearsal ends
 
     def _backward_ahead(self, module, grad_out, slots, kept):
@@ -242,11 +243,14 @@ class Rehearsal(Subject):
         """The request's signature, taken before its calls run (they may edit their arguments in place)."""
         return signature(op, steps, ahead, self.index.get, self.err)
 
-    def _record(self, sig, reply, enc):
+    def _record(self, sig, reply, enc, last=False):
         """Send the reply of the request gradlab will make for these calls, its buffers in enc (each call
-        has run: sent even when the signature cannot be compared, for the arrays it changed)."""
-        self.state.send({"entry": {"sig": sig, "reply": reply}}, enc)
-        if sig is None or "failed" in reply or "raised" in reply:
+        has run: sent even when the signature cannot be compared, for the arrays it changed). The last
+        one says it is ("end"): gradlab then knows the rehearsal is over without one more message."""
+        last = last or sig is None or "failed" in reply or "raised" in reply
+        self.state.send({"entry": {"sig": sig, "reply": reply}, **({"end": True} if last else {})}, enc)
+        self.ended = last
+        if last:
             raise _End()
 
 
@@ -296,7 +300,8 @@ def rehearse(state, header, handle, module, send_build):
     """Run the check's first pass on the module just built (object `handle`), header["script"]:
     {"check": "gradient", "kind": name, "rng": the generator's state, "err": NumPy's error handling,
     "progress": a file}. Sends the build's reply (send_build), one message per recorded request
-    ({"entry": {"sig", "reply"}}), then {"end": true}."""
+    ({"entry": {"sig", "reply"}}, the last with "end": true), or {"end": true} after the build's reply
+    when nothing was recorded."""
     from gradlab.contract.kinds import get_kind
     script = header["script"]
     rehearsal = None
@@ -315,7 +320,8 @@ def rehearse(state, header, handle, module, send_build):
             rehearsal.flush()
         else:
             send_build()
-        state.send({"end": True}, state.encoder())
+        if rehearsal is None or not rehearsal.ended:
+            state.send({"end": True}, state.encoder())
 
 
 def header_cfg(state, header):

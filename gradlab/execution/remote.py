@@ -1067,7 +1067,7 @@ class Session:
             return None
         if message["entry"].get("sig") != sig:
             self._absorb(what, message)
-            self._drain(what)
+            self._drain(what, recorded)
             return None
         # the last forward gradlab took from the rehearsal: called again if the rest is dropped (see _drain)
         recorded.last = (what, steps[0]) if op == "call" and steps[0][1] == "forward" else None
@@ -1077,20 +1077,22 @@ class Session:
         """The rehearsal's next message (its updates applied), or None after its last. Anything else in
         the pipe (the student's code writing into it) is a malformed reply: the worker is ended."""
         message = self._exchange(None, (), what)
-        if message.get("end") is True:
+        if message.get("end") is True:       # the last message: alone, or with the last entry
             self._recorded = None
-            return None
+            if "entry" not in message:
+                return None
         entry = message.get("entry")
         if not (isinstance(entry, dict) and isinstance(entry.get("reply"), dict)):
             raise self._malformed(what, ProtocolError("a message that is no answer of gradlab's rehearsal"))
         return message
 
-    def _drain(self, what):
+    def _drain(self, what, recorded=None):
         """Read the rest of a rehearsal (its calls ran: the arrays they changed come back). Its calls
         after the answers gradlab used ran too: when the last answer used was a forward, that forward is
         called again, so the module holds what gradlab's next call expects (a backward uses the input of
-        the forward before it, not of the rehearsal's last point)."""
-        recorded = self._recorded
+        the forward before it, not of the rehearsal's last point). recorded: the rehearsal, when its
+        last message was read already."""
+        recorded = recorded or self._recorded
         while self._recorded is not None:
             message = self._next_rehearsed(what)
             if message is not None:
