@@ -207,6 +207,27 @@ def test_a_factory_returning_the_reference_is_refused(name, method, isolate):
 
 
 @pytest.mark.parametrize("isolate", [True, False])
+@pytest.mark.parametrize("name, path", [("holds_reference_child", "'inner'"),
+                                        ("holds_reference_in_a_list", "'parts.0'")])
+def test_a_module_holding_the_same_kinds_reference_as_a_child_is_refused(name, path, isolate):
+    """The class is the file's own, but its work is gradlab's reference of the same kind, held as a part."""
+    result = gradlab.check("layernorm", impl=hostile(name), seed=0, isolate=isolate, limits=LIMITS)
+    first = one_error(result, f"holds gradlab's own reference layernorm as its child {path}",
+                      "gradlab.modules.layernorm.LayerNorm.forward", "write the layernorm yourself")
+    assert first.name == "smoke" and not result.passed
+    assert all(c.status == "skip" for c in result.checks[1:])
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+def test_a_module_made_of_other_kinds_references_is_the_students_own(isolate):
+    # a block wired by the student from gradlab's LayerNorm, attention and feed-forward: its kind's work
+    # (the residual wiring, the order) is the student's, and the parts are other kinds' references
+    result = gradlab.check("block", impl=hostile("block_of_reference_parts"), seed=0, isolate=isolate,
+                           limits=Limits(timeout=20, wall=120))
+    assert result.passed, [c.message for c in result.checks if c.status != "pass"]
+
+
+@pytest.mark.parametrize("isolate", [True, False])
 def test_a_function_that_passes_the_call_on_to_the_reference_is_refused(isolate):
     with pytest.raises(gradlab.UsageError, match=r"calls gradlab's own reference implementation of it "
                                                  r"\(gradlab\.modules\.functional\.softmax\)"):

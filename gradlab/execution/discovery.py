@@ -452,28 +452,34 @@ def _what(value):
     return f"a {type(value).__name__}"
 
 
-def shared_children(obj, prefix="", first=None, depth=0):
-    """["ln2 is the same object as ln1 ..."]: child modules reached under two names (self.ln2 = self.ln1), whose
-    parameters discovery finds once, under the first name."""
+def child_modules(obj, prefix="", first=None, depth=0):
+    """(path, child, earlier) for every child module of obj, depth first ("attn", "layers.0", "blocks.1.ln1"):
+    earlier is None, or the path under which the same object was reached first (self.ln2 = self.ln1), in
+    which case it is not walked again."""
     first = {} if first is None else first
-    out = []
     if depth > MAX_DEPTH:
-        return out
+        return
     try:
         attrs = attributes(obj)
     except StudentError:
-        return out
+        return
     for name, value in attrs.items():
         for suffix, child in _children(value):
             path = f"{prefix}{name}{suffix}"
             if id(child) in first:
-                out.append(f"{path} is the same object as {first[id(child)]}: one {type(child).__name__} used "
-                           "twice, with one set of parameters and one forward cache, which the second use "
-                           "overwrites, so build a second one")
+                yield path, child, first[id(child)]
                 continue
             first[id(child)] = path
-            out += shared_children(child, path + ".", first, depth + 1)
-    return out
+            yield path, child, None
+            yield from child_modules(child, path + ".", first, depth + 1)
+
+
+def shared_children(obj):
+    """["ln2 is the same object as ln1 ..."]: child modules reached under two names (self.ln2 = self.ln1), whose
+    parameters discovery finds once, under the first name."""
+    return [f"{path} is the same object as {earlier}: one {type(child).__name__} used twice, with one set of "
+            "parameters and one forward cache, which the second use overwrites, so build a second one"
+            for path, child, earlier in child_modules(obj) if earlier is not None]
 
 
 def explain(obj, build_ids=None):

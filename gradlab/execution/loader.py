@@ -159,6 +159,31 @@ def reference_method(obj, names=("forward", "backward", "step", "__call__")):
     return None
 
 
+def same_kind_children(kind, held):
+    """The (path, method) pairs of `held` (reference_children) that run gradlab's reference of `kind`
+    itself: a method of the module its reference factory is defined in (gradlab.modules.attention for
+    "attention"). Another kind's reference, borrowed as a part (a LayerNorm in a block), is not among them."""
+    home = getattr(reference().registrations.get(kind), "target", None)
+    home = getattr(home, "__module__", None)
+    return [(path, method) for path, method in held if home and method.startswith(home + ".")]
+
+
+def reference_children(obj):
+    """[(path, method)] for the child modules of an object a submission built that run one of gradlab's
+    reference methods as their own ("attn", "gradlab.modules.attention.CausalSelfAttention.forward"): gradlab's
+    module held inside the student's. Which of them matter (the same kind's reference) is the caller's to say."""
+    from gradlab.execution.discovery import child_modules
+    out = []
+    try:
+        for path, child, earlier in child_modules(obj):
+            ref = reference_method(child) if earlier is None else None
+            if ref:
+                out.append((path, ref))
+    except Exception:      # a hostile class: judged by its calls
+        pass
+    return out
+
+
 def calls_reference(target, kind):
     """'gradlab.modules.functional.softmax' when `target`, a function, calls gradlab's reference for the same
     kind by name (`return softmax_ref(x)`, `return functional.softmax(x)`, in nested functions too); None

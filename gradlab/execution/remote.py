@@ -180,6 +180,15 @@ def reference_method_of(factory, obj):
     return object.__getattribute__(obj, "__dict__").get("_reference_method")
 
 
+def reference_children_of(factory, obj):
+    """What the worker said of an object `factory` built: its child modules that run gradlab's reference
+    methods as their own (loader.reference_children, worked out where the object is), as for
+    reference_method_of."""
+    if getattr(factory, "reference", False) is True:
+        return []
+    return object.__getattribute__(obj, "__dict__").get("_reference_children", [])
+
+
 class CallableRemoteObject(RemoteObject):
     """A callable object (or function) the student's code returned: calling it calls it in the worker."""
 
@@ -652,6 +661,10 @@ class Session:
             obj = cls(self, self.generation, tag["r"], methods)
             if isinstance(tag.get("ref"), str):
                 object.__setattr__(obj, "_reference_method", tag["ref"][:300])
+            if isinstance(tag.get("held"), list):
+                object.__setattr__(obj, "_reference_children", [
+                    (pair[0][:200], pair[1][:300]) for pair in tag["held"][:20]
+                    if isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)])
             return obj
         if "o" in tag:
             if tag.get("o") == "ndarray":      # an array of a dtype that does not travel (object, str)

@@ -13,7 +13,7 @@ import tracemalloc
 import numpy as np
 
 from gradlab.execution.discovery import arrays_at_build, explain, find_slots
-from gradlab.execution.loader import is_reference_code, reference_method
+from gradlab.execution.loader import is_reference_code, reference_children, reference_method, same_kind_children
 from gradlab.execution.seeding import seeded
 from gradlab.contract.errors import CheckSkipped, StudentError
 from gradlab.execution.harness import as_float_array, describe, guarded, remote_module
@@ -108,17 +108,28 @@ class Subject:
 
     def _refuse_reference(self, built):
         """A factory of the submission's own that returns gradlab's reference module (or a subclass of it that
-        overrides nothing it is judged on) is refused as a registration of the reference itself is
-        (CONTRACT §4); gradlab's own reference, checked as such, is not."""
+        overrides nothing it is judged on), or a module of its own holding gradlab's reference of the same kind
+        as a child, is refused as a registration of the reference itself is (CONTRACT §4); gradlab's own
+        reference, checked as such, is not."""
         if self.remote:
-            from gradlab.execution.remote import reference_method_of
+            from gradlab.execution.remote import reference_children_of, reference_method_of
             ref = reference_method_of(self.registration.target, built)
+            held = reference_children_of(self.registration.target, built)
         else:
-            ref = None if is_reference_code(self.registration.target) else reference_method(built)
+            own = not is_reference_code(self.registration.target)
+            ref = reference_method(built) if own else None
+            held = reference_children(built) if own else []
         if ref:
             raise StudentError(f"build(cfg) returned an object that runs gradlab's own reference implementation "
                                f"({ref}) as its own, not code of its own; gradlab checks the code you wrote: "
                                f"build your module from your own class")
+        same = same_kind_children(self.kind.name, held)
+        if same:
+            path, method = same[0]
+            raise StudentError(f"build(cfg) returned a module that holds gradlab's own reference {self.kind.name} "
+                               f"as its child {path!r} ({method}), not code of its own; gradlab checks the code "
+                               f"you wrote: write the {self.kind.name} yourself (gradlab's reference modules of "
+                               f"other kinds may be borrowed as parts, such as its LayerNorm in your block)")
 
     def forward(self, module, *inputs, **kwargs):
         """forward(*inputs): the kind's declared inputs, in order (CONTRACT §3). Flags left out

@@ -38,7 +38,8 @@ from gradlab.execution.protocol import IDLE_SPIN, Channel, ChannelClosed, Decode
 from gradlab.execution import limits as _limits
 from gradlab.execution.harness import student_frame as _student_frame, student_traceback as _student_traceback
 from gradlab.contract.errors import UsageError as _UsageError
-from gradlab.execution.loader import reference_method as _reference_method
+from gradlab.execution.loader import is_reference_code as _is_reference_code, \
+    reference_children as _reference_children, reference_method as _reference_method
 from gradlab.numerics.engine import holding
 
 import numpy as np
@@ -220,6 +221,9 @@ class State:
         if header["target"] in self.factories and isinstance(node, dict) and "r" in node:
             with self.student(header):
                 self.build_ids[node["r"]] = _arrays_at_build(value)
+                held = [] if _is_reference_code(target) else _reference_children(value)   # gradlab's modules in it
+            if held:
+                node["held"] = [[path, method] for path, method in held[:20]]
             if isinstance(header.get("script"), dict) and self.chan is not None:
                 reply["script"] = {"stream": True}    # the first pass of a check, rehearsed (rehearsal.py)
                 _rehearse(self, header, node["r"], value,
