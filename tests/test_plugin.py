@@ -98,3 +98,37 @@ def test_parametrize_with_checks_in_a_users_test_file(pytester, student):
     result.stdout.fnmatch_lines(["*test_mine[[]linear-smoke[]] PASSED*", "*test_mine[[]linear-gradient[]] FAILED*",
                                  "*linear: gradient of 'weight' is wrong*"])
     assert "Traceback" not in result.stdout.str()
+
+
+FORWARD_ONLY = '''
+import numpy as np
+import gradlab
+
+class Linear:
+    def __init__(self, cfg):
+        self.params = {"weight": np.random.default_rng(0).standard_normal((cfg.d_model, cfg.d_ff)),
+                       "bias": np.zeros(cfg.d_ff)}
+    def forward(self, x):
+        return x @ self.params["weight"] + self.params["bias"]
+    def backward(self, g):
+        raise NotImplementedError("next week")
+
+@gradlab.register("linear")
+def build(cfg):
+    return Linear(cfg)
+'''
+
+
+def test_a_kind_whose_every_check_that_ran_was_skipped_has_not_passed(pytester):
+    # a forward-only module run with -k gradient: one skipped item, nothing judged; `gradlab check` exits 1
+    # for it, and so does pytest, with a line saying why
+    pytester.makepyfile(forward_only=FORWARD_ONLY)
+    result = pytester.runpytest("-p", "no:xdist", "--gradlab-impl", "forward_only.py", "-k", "gradient")
+    assert result.parseoutcomes()["skipped"] == 1 and "passed" not in result.parseoutcomes()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["gradlab: nothing was judged for linear (forward_only.py): every check that ran "
+                                 "was skipped (1 skipped), so it has not passed; exit status 1"])
+    # the forward checks judge it: skips beside them are no failure
+    whole = pytester.runpytest("-p", "no:xdist", "--gradlab-impl", "forward_only.py")
+    assert whole.ret == pytest.ExitCode.OK and whole.parseoutcomes()["skipped"] >= 1
+    assert "nothing was judged" not in whole.stdout.str()

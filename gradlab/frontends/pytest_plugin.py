@@ -16,6 +16,10 @@ The report: each check's full record (a JSON-able dict) rides on its test
 report as the attribute `gradlab_record`, which pytest-xdist serialises with
 the report's other attributes; the controller collects the records in
 pytest_runtest_logreport and writes the HTML report once, at session end.
+
+Nothing judged is no pass: when every gradlab item of a kind that ran was
+skipped (a forward-only module run with -k gradient), the session fails
+(exit status 1, as `gradlab check` exits) and the summary says which kind.
 Tests written with gradlab.frontends.testing.parametrize_with_checks land in the same
 report.
 """
@@ -79,6 +83,7 @@ class GradlabSession:
         self.is_worker = hasattr(config, "workerinput")
         self.records = []
         self.written = None
+        self.unjudged = []      # the KindResults in which every check that ran was skipped
 
     # ---- the seed, shared with xdist workers ---------------------------------
     def pytest_report_header(self, config):
@@ -124,9 +129,14 @@ class GradlabSession:
             self.records.append(record)
 
     def pytest_sessionfinish(self, session):
-        if self.report_path is not None and not self.is_worker:
+        if self.is_worker:
+            return
+        results = assemble(self.records, self.impls)
+        self.unjudged = [r for r in results if r.nothing_judged]
+        if self.unjudged and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED     # skipped is not passed (CONTRACT §4's "passed")
+        if self.report_path is not None:
             from gradlab.frontends.report import write_report
-            results = assemble(self.records, self.impls)
             write_report(results, self.report_path, replay=self.replay(), title=None)
             self.written = (self.report_path, sum(len(r.checks) for r in results))
 
@@ -134,6 +144,10 @@ class GradlabSession:
         testing.set_session_seed(self.previous_seed)
 
     def pytest_terminal_summary(self, terminalreporter):
+        for r in self.unjudged:
+            terminalreporter.write_line(
+                f"gradlab: nothing was judged for {r.kind} ({r.impl}): every check that ran was skipped "
+                f"({len(r.checks)} skipped), so it has not passed; exit status 1", red=True)
         if self.written:
             path, n = self.written
             terminalreporter.write_line(f"gradlab: report of {n} checks written to {path}")
