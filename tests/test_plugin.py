@@ -132,3 +132,37 @@ def test_a_kind_whose_every_check_that_ran_was_skipped_has_not_passed(pytester):
     whole = pytester.runpytest("-p", "no:xdist", "--gradlab-impl", "forward_only.py")
     assert whole.ret == pytest.ExitCode.OK and whole.parseoutcomes()["skipped"] >= 1
     assert "nothing was judged" not in whole.stdout.str()
+
+
+LOOPS = '''
+import numpy as np
+import gradlab
+
+class Linear:
+    def __init__(self, cfg):
+        self.params = {"weight": np.ones((cfg.d_model, cfg.d_ff)), "bias": np.zeros(cfg.d_ff)}
+        self.grads = {}
+    def forward(self, x):
+        while True:
+            pass
+    def backward(self, g):
+        return g
+
+@gradlab.register("linear")
+def build(cfg):
+    return Linear(cfg)
+'''
+
+
+def test_the_workers_limits_have_flags(pytester):
+    pytester.makepyfile(loops=LOOPS)
+    result = pytester.runpytest("-p", "no:xdist", "--gradlab-impl", "loops.py", "-k", "smoke",
+                                "--gradlab-timeout", "0.5", "--gradlab-wall-time", "30")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*forward ran past 0.5 s, last seen at loops.py:*pytest --gradlab-timeout)"])
+    for flag, value, words in [("--gradlab-timeout", "-1", "--gradlab-timeout -1"),
+                               ("--gradlab-max-memory", "10", "is less than NumPy alone needs"),
+                               ("--gradlab-wall-time", "nan", "must be a number >= 0")]:
+        bad = pytester.runpytest("-p", "no:xdist", "--gradlab-impl", "loops.py", flag, value)
+        assert bad.ret == pytest.ExitCode.USAGE_ERROR
+        assert "gradlab: " in bad.stderr.str() and words in bad.stderr.str(), bad.stderr.str()

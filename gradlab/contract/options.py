@@ -29,12 +29,13 @@ from gradlab.contract.errors import UsageError
 
 
 def check_limit(flag, value):
-    """A worker limit from the command line (--wall-time, --max-memory, --max-output): a number >= 0, 0 for
-    none, and a memory limit NumPy can start under. Returns it; a bad one is refused."""
+    """A worker limit from the command line (--wall-time, --max-memory, --max-output, and pytest's
+    --gradlab-wall-time ...): a number >= 0, 0 for none, and a memory limit NumPy can start under.
+    Returns it; a bad one is refused."""
     if value is None or not value >= 0 or value == float("inf"):
         raise refuse(f"{flag} {shown(value)}", "must be a number >= 0", f"e.g. {flag} 0 for no limit")
-    if flag == "--max-memory" and 0 < value < 256:
-        raise refuse(f"--max-memory {shown(value)}", "is less than NumPy alone needs",
+    if flag.endswith("-max-memory") and 0 < value < 256:
+        raise refuse(f"{flag} {shown(value)}", "is less than NumPy alone needs",
                      "give at least 256 (MB), or 0 for no limit")
     return value
 

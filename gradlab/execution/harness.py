@@ -30,9 +30,10 @@ _armed = False      # True only while a guarded call runs under a time limit
 _installed = False  # our SIGALRM handler is in place (checked once per run, not per call)
 
 
-# the per-call limit's flag differs by front end: `gradlab check --timeout`, `gradlab grade --call-timeout`
+# the per-call limit's flag differs by front end: `gradlab check --timeout`, `gradlab grade --call-timeout`,
+# pytest's --gradlab-timeout
 OVERTIME_HINT = ("; an endless loop? If it is just slow, raise the limit for one call (gradlab check or train "
-                 "--timeout, gradlab grade --call-timeout)")
+                 "--timeout, gradlab grade --call-timeout, pytest --gradlab-timeout)")
 
 def _on_alarm(signum, frame):
     if _armed:

@@ -46,6 +46,17 @@ def pytest_addoption(parser):
                     help="write one self-contained HTML report of every gradlab check that ran")
     group.addoption("--gradlab-seed", type=int, metavar="N",
                     help="seed for every check (default: a fresh one per session, printed in the header)")
+    from gradlab.execution import limits
+    group.addoption("--gradlab-timeout", type=float, metavar="SECONDS",
+                    help=f"limit for one call into the checked code (default {limits.DEFAULT_TIMEOUT:g}; 0: none)")
+    group.addoption("--gradlab-wall-time", type=float, metavar="SECONDS",
+                    help=f"limit for all the calls into one file's code, per pytest process (default "
+                         f"{limits.DEFAULT_WALL:g}; 0: none)")
+    group.addoption("--gradlab-max-memory", type=int, metavar="MB",
+                    help=f"address space of the process running a file's code (default {limits.DEFAULT_MEMORY_MB};"
+                         " 0: none)")
+    group.addoption("--gradlab-max-output", type=float, metavar="MB",
+                    help=f"what a file's code may print (default {limits.DEFAULT_OUTPUT_MB:g}; 0: none)")
 
 
 def pytest_configure(config):
@@ -56,6 +67,7 @@ def pytest_configure(config):
     workerinput = getattr(config, "workerinput", None)
     try:   # options are checked before anything is collected or run, as the CLI does
         options.check_seed(config.getoption("gradlab_seed"), "--gradlab-seed")
+        worker_limits = _limits(config)
         if config.getoption("gradlab_report") is not None and workerinput is None:
             options.check_output_path("--gradlab-report", config.getoption("gradlab_report"), "report.html",
                                       make_folders=True)
@@ -68,15 +80,31 @@ def pytest_configure(config):
     else:
         from gradlab.execution.runner import new_seed
         seed = new_seed()
-    previous = testing.set_session_seed(seed)
+    previous = testing.set_session_seed(seed), testing.set_session_limits(worker_limits)
     config.pluginmanager.register(GradlabSession(config, seed, previous), "gradlab-session")
 
 
+def _limits(config):
+    """The workers' Limits from --gradlab-timeout, --gradlab-wall-time, --gradlab-max-memory and
+    --gradlab-max-output (each refused as the CLI refuses its own), or None when none is given."""
+    from gradlab.execution.limits import Limits
+    given = {field: config.getoption(f"gradlab_{name.replace('-', '_')}") for name, field in (
+        ("timeout", "timeout"), ("wall-time", "wall"), ("max-memory", "memory_mb"), ("max-output", "output_mb"))}
+    if all(v is None for v in given.values()):
+        return None
+    if given["timeout"] is not None:
+        given["timeout"] = options.check_timeout(given["timeout"], "--gradlab-timeout")
+    for name, field in (("wall-time", "wall"), ("max-memory", "memory_mb"), ("max-output", "output_mb")):
+        if given[field] is not None:
+            options.check_limit(f"--gradlab-{name}", given[field])
+    return Limits(**{field: value for field, value in given.items() if value is not None})
+
+
 class GradlabSession:
-    def __init__(self, config, seed, previous_seed=None):
+    def __init__(self, config, seed, previous=(None, None)):
         self.config = config
         self.seed = seed
-        self.previous_seed = previous_seed   # restored at the end (pytester runs sessions inside sessions)
+        self.previous = previous   # (seed, limits), restored at the end (pytester runs sessions inside sessions)
         self.impls = config.getoption("gradlab_impl")
         self.kinds = [k.strip() for v in config.getoption("gradlab_kind") for k in v.split(",") if k.strip()]
         self.report_path = config.getoption("gradlab_report")
@@ -141,7 +169,8 @@ class GradlabSession:
             self.written = (self.report_path, sum(len(r.checks) for r in results))
 
     def pytest_unconfigure(self, config):
-        testing.set_session_seed(self.previous_seed)
+        testing.set_session_seed(self.previous[0])
+        testing.set_session_limits(self.previous[1])
 
     def pytest_terminal_summary(self, terminalreporter):
         for r in self.unjudged:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from gradlab.contract import options
 from gradlab.execution import loader
 from gradlab.execution.plan import Plan, check_options, new_seed
+from gradlab.execution.runner import time_limit
 from gradlab.contract.errors import UsageError
 from gradlab.contract.kinds import get_kind
 from gradlab.contract.records import ERROR, FAIL, SKIP, json_default
@@ -36,6 +37,7 @@ _session_seed = None     # set by the pytest plugin (the same on every xdist wor
 _implementations = {}    # impl key -> loader.Implementation, loaded once per process
 _plans = {}              # (impl key, kind, seed, overrides) -> Plan
 _last_record = None      # the record of the check that ran last; the plugin attaches it to the test report
+_session_limits = None   # the worker's limits from the plugin's options (None: Limits()'s defaults)
 
 
 def session_seed():
@@ -45,6 +47,14 @@ def session_seed():
     if _session_seed is None:
         _session_seed = new_seed()
     return _session_seed
+
+
+def set_session_limits(limits):
+    """Set the limits of the workers this session starts (the plugin's --gradlab-timeout, ...; None: the
+    defaults); returns the previous ones. A file already loaded keeps its worker's."""
+    global _session_limits
+    previous, _session_limits = _session_limits, limits
+    return previous
 
 
 def set_session_seed(seed):
@@ -113,16 +123,16 @@ def parametrize_with_checks(impl=None, kinds=None, checks=None, **overrides):
 def implementation(impl):
     """Loaded once per process: a file or module name in a worker process of its
     own (kept for the session, stopped at exit), a Python object in this one."""
-    key = _key(impl)
+    key = (_key(impl), _session_limits)
     if key not in _implementations:
-        _implementations[key] = loader.open_implementation(impl)
+        _implementations[key] = loader.open_implementation(impl, limits=_session_limits)
     return _implementations[key]
 
 
 def plan(case, seed):
     """The Plan a case runs in: one per (implementation, kind, seed, overrides) and
     process, so the kind's precondition runs once, however many of its checks run."""
-    key = (_key(case.impl), case.kind, seed, case.overrides)
+    key = (_key(case.impl), _session_limits, case.kind, seed, case.overrides)
     if key not in _plans:
         _plans[key] = Plan(case.impl, kinds=[case.kind], seed=seed, overrides=dict(case.overrides),
                            loaded=implementation(case.impl))
@@ -135,7 +145,8 @@ def run_case(case, seed=None):
     global _last_record
     seed = session_seed() if seed is None else options.check_seed(seed, "seed")
     p = plan(case, seed)
-    record = p.run_check(case.kind, case.check)
+    with time_limit(_session_limits.timeout if _session_limits is not None else None):   # (code run in-process)
+        record = p.run_check(case.kind, case.check)
     _last_record = jsonable({"impl": p.loaded.name, "kind": case.kind, "seed": seed,
                              "config": p.config(case.kind).to_dict(), "record": record.to_dict()})
     return record, seed
