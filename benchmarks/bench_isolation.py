@@ -23,9 +23,9 @@ Rows:
   BLAS thread, i.e. OPENBLAS_NUM_THREADS=1 here; otherwise spawned, and the row says so).
 
 The worker rows run as `gradlab check` and `gradlab.check` (from the main thread) run
-it: one worker at a time, so gradlab and the worker poll for a reply for up to 1 ms
-before they sleep (Limits.spin; protocol.Channel). Grading and pytest -n run several
-workers at once and do not poll.
+it: one worker at a time, so gradlab polls for a reply for up to 1 ms before it sleeps,
+and the worker for gradlab's next request for up to 20 ms (Limits.spin; protocol.Channel,
+IDLE_SPIN). Grading and pytest -n run several workers at once and do not poll.
 
 Medians of --repeats runs (at least GRADIENT_ROUNDS rounds for the gradient check). BLAS
 threads are whatever the environment says for the in-process side and 1 in the worker
@@ -51,7 +51,8 @@ from gradlab.execution.subject import Subject
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIG = dict(batch_size=2, seq_len=16, d_model=64, num_heads=4, max_len=16)
-GRADIENT_ROUNDS = 101     # at least: one round takes ~5 ms, and 21 rounds moved the ratio by 0.2 between runs
+GRADIENT_ROUNDS = 501     # at least: one round takes ~10 ms; on an unsteady host 151 rounds gave ratios of
+                          # 1.36-1.68 for the same code, 501 rounds 1.33-1.48 (21 moved it by 0.2 on a quiet one)
 
 
 def median_time(fn, repeats):
