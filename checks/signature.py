@@ -1,8 +1,8 @@
 """`signature`: a loss function accepts every keyword argument of its CONTRACT §3
-signature (cross_entropy's `ignore_index`). A function that lacks one fails
-here, once, saying what the argument means; the other checks still run without
-it (on targets with no padding), so a missing argument is one clear failure
-rather than errors everywhere."""
+signature (cross_entropy's `ignore_index`, label_smoothing's `epsilon`). A function
+that lacks one fails here, once, saying what the argument means; the other checks
+still run without it (on targets with no padding; epsilon passed by position), so a
+missing argument is one clear failure rather than errors everywhere."""
 import inspect
 
 from gradlab.contract.errors import CheckFailure, CheckSkipped
@@ -12,7 +12,7 @@ from gradlab.contract.suite import Outcome, check
 
 
 @check("signature", needs={LOSS}, forms={"function"}, order=2,
-       summary="the loss function accepts every keyword argument of CONTRACT §3's signature (ignore_index)")
+       summary="the loss function accepts every keyword argument of CONTRACT §3's signature (ignore_index, epsilon)")
 def signature(subject, rng):
     kind = subject.kind
     keywords = kind.keyword_args()
@@ -25,7 +25,7 @@ def signature(subject, rng):
     if missing:
         name = missing[0]
         raise CheckFailure(f"{kind.name}: your function takes no {name} argument; CONTRACT §3's signature is "
-                           f"{kind.signature()}: {keywords[name]}. The other checks ran without it",
+                           f"{kind.signature()}: {keywords[name]}",
                            {"missing": ",".join(missing)})
     shown = ", ".join(keywords) or "no keyword arguments"
     return Outcome(f"accepts {shown}, as CONTRACT §3's signature has it", {"keywords": len(keywords)})

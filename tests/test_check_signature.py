@@ -57,3 +57,22 @@ def test_a_callable_without_a_signature_is_skipped_not_passed():
     spec = next(c for c in all_checks() if c.name == "signature")
     record = run_one(spec, Subject(gradlab.KINDS["cross_entropy"], registration, config_for("cross_entropy")), 0)
     assert record.status == "skip" and "cannot be told" in record.message
+
+
+def ls_named_smoothing(logits, targets, smoothing=0.1):    # works by position; a caller's epsilon=0.2 raises
+    V = logits.shape[-1]
+    z = logits - logits.max(-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    q = np.full(logits.shape, smoothing / V)
+    np.put_along_axis(q, targets[..., None], 1 - smoothing + smoothing / V, axis=-1)
+    return -(q * logp).sum() / targets.size, (np.exp(logp) - q) / targets.size
+
+
+def test_label_smoothing_without_epsilon_by_name_is_one_failure(run):
+    result = run("label_smoothing", ls_named_smoothing)
+    record = result["signature"]
+    assert record.status == "fail", record.message
+    assert "takes no epsilon argument" in record.message
+    assert "label_smoothing(logits, targets, epsilon=0.1)" in record.message
+    assert "passed it by position" in record.message
+    assert [c.name for c in result.checks if c.status != "pass"] == ["signature"]      # one failure only

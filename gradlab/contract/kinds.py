@@ -183,12 +183,17 @@ def linear_d_out(cfg):
     return cfg.get("d_out", cfg.d_ff)
 
 
-# Loss kinds' signatures (CONTRACT §3), with what each keyword argument means. (softmax's `axis` is
-# judged by `reference`, which calls it along every axis.)
+# Loss kinds' signatures (CONTRACT §3), with what each keyword argument means and how the other checks
+# go on without it. (softmax's `axis` is judged by `reference`, which calls it along every axis.)
 _SIGNATURES = {
     "cross_entropy": ("cross_entropy(logits, targets, ignore_index=None)",
                       {"ignore_index": "targets equal to ignore_index (padding) add nothing to the loss and get a "
-                                       "zero gradient, and the mean is over the other targets"}),
+                                       "zero gradient, and the mean is over the other targets. The other checks "
+                                       "ran without it"}),
+    "label_smoothing": ("label_smoothing(logits, targets, epsilon=0.1)",
+                        {"epsilon": "the smoothing weight, passed by name as a caller does "
+                                    "(label_smoothing(logits, targets, epsilon=0.2)): the target distribution is "
+                                    "(1 - epsilon) * one_hot + epsilon / V. The other checks passed it by position"}),
 }
 
 # Sizes CONTRACT §3 leaves to the module: name -> the axis (counted from the end) of the forward
