@@ -164,15 +164,23 @@ def _optimizer_run(subject, params0, grads_seq, shown=("weight_decay",), second=
         # kept in float32): it computes in float32 whatever cfg.dtype says (CONTRACT §6), and is judged as a
         # float32 optimizer is
         cfg = cfg.replace(dtype="float32")
-    tol = tolerance("trajectory", cfg.np_dtype).rtol
-    allowed = _allowed(kind, cfg, params0, grads_seq, want, tol)
-
     errors = [{n: _rel_err(g[n], w[n]) for n in SHAPES} for g, w in zip(got, want)]
+    tol, allowed, first_bad = _judged(kind, cfg, params0, grads_seq, want, errors)
+    float32_note = ""
+    if first_bad is not None and cfg.np_dtype == np.float64:
+        # float32 moments whose updates do not come out as float32 numbers (a float64 scalar such as
+        # np.sqrt(1 - beta2 ** t) in the update, or AdamW's decay p *= 1 - lr * wd applied in float64): every
+        # step within the bar a float32 optimizer gets (the steps are chosen so that eps, bias correction and
+        # decay show at float32's precision too) is that, and is judged so, saying it
+        tol32, allowed32, bad32 = _judged(kind, cfg.replace(dtype="float32"), params0, grads_seq, want, errors)
+        if bad32 is None:
+            cfg, tol, allowed, first_bad = cfg.replace(dtype="float32"), tol32, allowed32, None
+            float32_note = ("; judged at float32's precision: the steps differ from the float64 reference by "
+                            "float32's rounding, as an optimizer that keeps its moments in float32 does")
     series = {n: [e[n][0] for e in errors] for n in SHAPES}
     rows = [{"step": k + 1, **{n: e[n][0] for n in SHAPES}} for k, e in enumerate(errors)]
     details = {"views": [curve(f"max |student - reference| per step (relative to the parameter's scale), {setting}",
                                series, ylabel="relative error"), table(f"error per step and parameter, {setting}", rows)]}
-    first_bad = next(((k, n) for k, e in enumerate(errors) for n in SHAPES if e[n][0] > allowed[k][n]), None)
     widest = max((a for step_allowed in allowed for a in step_allowed.values()), default=tol)
     metrics = {"steps": len(got), "max_error": max((v[0] for e in errors for v in e.values()), default=0.0),
                "tolerance": widest}
@@ -180,7 +188,8 @@ def _optimizer_run(subject, params0, grads_seq, shown=("weight_decay",), second=
         if crash is not None:
             raise crash
         return Outcome(f"{STEPS} steps on {len(SHAPES)} parameters match the reference with {setting} (max error "
-                       f"{metrics['max_error']:.1e}, tolerance {_tol_text(tol, widest, cfg.np_dtype)})", metrics, details)
+                       f"{metrics['max_error']:.1e}, tolerance {_tol_text(tol, widest, cfg.np_dtype)}{float32_note})",
+                       metrics, details)
     k, name = first_bad
     allow = allowed[k][name]
     err, index = errors[k][name]
@@ -216,6 +225,15 @@ def _updates_in_float32(params0, got):
             moved = moved or bool(change.any())
         before = after
     return moved
+
+
+def _judged(kind, cfg, params0, grads_seq, want, errors):
+    """(the table's tolerance, the error allowed per step and parameter, the first (step, parameter) over it or
+    None) for a trajectory judged in cfg's dtype."""
+    tol = tolerance("trajectory", cfg.np_dtype).rtol
+    allowed = _allowed(kind, cfg, params0, grads_seq, want, tol)
+    first_bad = next(((k, n) for k, e in enumerate(errors) for n in SHAPES if e[n][0] > allowed[k][n]), None)
+    return tol, allowed, first_bad
 
 
 def _allowed(kind, cfg, params0, grads_seq, want, tol):

@@ -23,6 +23,8 @@ TABLE = [
     ("red_fn_ok_adam_float32_math.py", "adam", None, []),
     # only the moments in float32 (the parameters stay float64): every step's change is a float32 number
     ("red_fn_ok_adam_float32_moments.py", "adam", None, []),
+    ("red_fn_ok_adam_float32_moments_f64_scalar.py", "adam", None, []),
+    ("red_fn_ok_adamw_float32_moments.py", "adamw", None, []),
     ("red_fn_ok_sgd_nesterov_flag.py", "sgd", None, []),
     ("red_fn_ok_ce_onehot_float32.py", "cross_entropy", None, []),
     ("red_fn_ok_ce_logsoftmax_where.py", "cross_entropy", None, []),
