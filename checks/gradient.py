@@ -50,10 +50,11 @@ from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, SMOOTHING
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.numerics.engine import EPS, Engine, Tensor, eps_of, point_value, random_direction
 from gradlab.numerics.repeatable import require_repeatable
-from gradlab.numerics.tolerance import (IDIOM_SPREAD, NOISE_CANNOT_JUDGE, TWIN_MATCH, TWIN_MATCH_FLOAT16, computed_eps,
-                                        division_idiom, idiom_allowance, loss_row_bounds, twin_rounding)
+from gradlab.numerics.tolerance import (IDIOM_EPS, IDIOM_SPREAD, NOISE_CANNOT_JUDGE, TWIN_MATCH, TWIN_MATCH_FLOAT16,
+                                        computed_eps, division_idiom, idiom_allowance, loss_row_bounds,
+                                        smoothing_first_order, twin_rounding)
 from gradlab.contract.records import heatmap, table
-from gradlab.execution.subject import (IGNORE_INDEX, LOG_GUARD, call_cross_entropy, copies, loss_inputs,
+from gradlab.execution.subject import (IGNORE_INDEX, SMOOTHING_EPSILON, call_cross_entropy, copies, loss_inputs,
                                       loss_options, randomize_params, takes_ignore_index, with_ignored)
 from gradlab.contract.suite import Outcome, check
 
@@ -478,11 +479,10 @@ class LossSetup:
         # grad was computed from `logits`: a float32 computation stays float32-accurate even when a
         # division by an int64 count promotes the returned array to float64
         eps_an = max(_eps(logits, grad), inside)
-        if s.kind.has(SMOOTHING):
-            eps_an = max(eps_an, LOG_GUARD / 100)   # see subject.LOG_GUARD: np.log(p + 1e-10) is no bug
         problem = Problem(tensors, f, f_abs, eps_num, eps_an, numerics, context, label)
         if s.kind.has(SMOOTHING):
-            problem.eps_measured = LOG_GUARD / 100  # the idiom is in the float64 call too: not in the measurement
+            problem.idiom, problem.strict, problem.element_idiom = _smoothing_idiom(logits, targets)
+            return problem
         problem.idiom, problem.strict, row_bound = _loss_idiom(logits, targets, ignore, tensors[0].analytical)
         a = tensors[0].analytical
         problem.element_idiom = lambda i: (np.abs(a).reshape(-1, a.shape[-1]) * row_bound[:, None]).reshape(a.shape)
@@ -517,6 +517,30 @@ def _loss_idiom(logits, targets, ignore, analytical):
         return [(d - along[:, None] * a + shift[:, None]).reshape(dirs[0].shape)]
 
     return idiom, strict, bound
+
+
+def _smoothing_idiom(logits, targets):
+    """_loss_idiom for label smoothing, whose eps inside the log touches every class
+    (tolerance.smoothing_first_order): the error it makes in the usual gradient is eps x w (+ a second-order
+    rest), the same eps in every row. idiom(dirs): IDIOM_EPS |<w, d>| + <rest, |d|>; strict(dirs): each
+    row of d made orthogonal to w's row, plus a constant per row (the loss is shift-invariant, and
+    w's rows, like a correct gradient's, sum to 0), where only the rest is allowed; the per-element
+    allowance IDIOM_EPS |w| + rest."""
+    w, rest = smoothing_first_order(logits, targets, SMOOTHING_EPSILON)
+    V = logits.shape[-1]
+    rows = w.reshape(-1, V)
+    norms = (rows * rows).sum(axis=1)
+
+    def idiom(dirs, products=None):
+        d = dirs[0]
+        return 0.0 if d is None else IDIOM_EPS * abs(float(np.vdot(w, d))) + float(np.vdot(rest, np.abs(d)))
+
+    def strict(dirs):
+        d = dirs[0].reshape(-1, V)
+        along = np.where(norms > 0, (rows * d).sum(axis=1) / np.where(norms > 0, norms, 1.0), 0.0)
+        return [(d - along[:, None] * rows + d[:, :1]).reshape(dirs[0].shape)]
+
+    return idiom, strict, lambda i: IDIOM_EPS * np.abs(w) + rest
 
 
 def loss_diagnosis(kind, grad, context):

@@ -22,12 +22,13 @@ from gradlab.contract.kinds import ATTN_WEIGHTS, CAUSAL, DIFFERENTIABLE, LOSS, P
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.contract.records import heatmap, table
 from gradlab.execution.harness import as_float_array
-from gradlab.execution.subject import (IGNORE_INDEX, LOG_GUARD, accepts_keyword, call_cross_entropy, call_softmax, copies,
-                                      loss_inputs, loss_options, takes_ignore_index, with_ignored)
+from gradlab.execution.subject import (IGNORE_INDEX, SMOOTHING_EPSILON, accepts_keyword, call_cross_entropy,
+                                      call_softmax, copies, loss_inputs, loss_options, takes_ignore_index,
+                                      with_ignored)
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.weights import load_reference, named_params, random_reference
 from gradlab.numerics.repeatable import require_repeatable
-from gradlab.numerics.tolerance import IDIOM_EPS, loss_row_bounds, tolerance
+from gradlab.numerics.tolerance import IDIOM_EPS, loss_row_bounds, smoothing_bounds, tolerance
 
 # |student - reference| <= atol + rtol * (largest |reference| entry), rtol and atol from the
 # "forward" row of gradlab.numerics.tolerance. The reference is computed in float64 from the very
@@ -549,10 +550,8 @@ def _loss(subject, rng):
     rows, failures = [], []
     for ignore, tg, loss, grad in runs:
         want_loss, want_grad = ref_fn(logits.astype(np.float64), tg, *loss_options(kind, ignore))
-        loss_allow, grad_allow = _idiom_allowance(logits, tg, ignore, want_grad)
-        if kind.has(SMOOTHING):     # an eps inside the log touches every class here: see subject.LOG_GUARD
-            loss_allow = loss_allow + LOG_GUARD * abs(float(want_loss))
-            grad_allow = grad_allow + LOG_GUARD * float(np.abs(want_grad).max())
+        loss_allow, grad_allow = (smoothing_bounds(logits, tg, SMOOTHING_EPSILON) if kind.has(SMOOTHING)   # every class
+                                  else _idiom_allowance(logits, tg, ignore, want_grad))
         suffix = "" if ignore is None else f" with ignore_index={ignore}"
         for name, got, want, allow in ((f"loss{suffix}", np.float64(loss), np.float64(want_loss), loss_allow),
                                        (f"grad_logits{suffix}", grad.astype(np.float64), want_grad, grad_allow)):

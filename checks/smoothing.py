@@ -11,8 +11,8 @@ from gradlab.contract.kinds import SMOOTHING
 from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.loader import reference as reference_impl
-from gradlab.execution.subject import LOG_GUARD, loss_inputs, validate_loss
-from gradlab.numerics.tolerance import tolerance
+from gradlab.execution.subject import loss_inputs, validate_loss
+from gradlab.numerics.tolerance import smoothing_bounds, tolerance
 
 EPSILONS = (0.0, 0.1, 0.3)
 
@@ -49,10 +49,11 @@ def _variants(logits, targets, eps):
          for other in sorted({0.1, *EPSILONS} - {0.0, eps})]
 
 
-def _close(got, want, tol):
-    """|got - want| within tol (a Tol) and LOG_GUARD of want's largest entry."""
+def _close(got, want, tol, allow):
+    """|got - want| within tol (a Tol) of want's largest entry, plus `allow` (an eps inside the log: a number,
+    or an array shaped like want)."""
     scale = float(np.abs(want).max())
-    return float(np.abs(np.asarray(got, np.float64) - want).max()) <= tol.allowed(scale) + LOG_GUARD * scale
+    return bool(np.all(np.abs(np.asarray(got, np.float64) - want) <= tol.allowed(scale) + allow))
 
 
 @check("smoothing", needs={SMOOTHING}, order=25,
@@ -65,12 +66,14 @@ def smoothing(subject, rng):
     for eps in EPSILONS:
         what = f"{kind.name}(logits, targets, epsilon={eps})"
         loss, grad = validate_loss(subject, subject.call(logits.copy(), targets.copy(), eps, what=what), what, logits)
-        # the forward row of gradlab.numerics.tolerance, plus subject.LOG_GUARD (np.log(p + 1e-10) is no bug)
+        # the forward row of gradlab.numerics.tolerance, plus what an eps inside the log may move
+        # (np.log(p + 1e-7) is no bug: tolerance.smoothing_bounds)
         tol = tolerance("forward", cfg.np_dtype, grad)
+        loss_allow, grad_allow = smoothing_bounds(logits, targets, eps)
         # epsilon = 0 is judged against gradlab's cross_entropy itself
         want_loss, want_grad = cross_entropy(logits.astype(np.float64), targets) if eps == 0.0 else \
             _smoothed(logits, targets, eps)
-        ok_loss, ok_grad = _close(loss, want_loss, tol), _close(grad, want_grad, tol)
+        ok_loss, ok_grad = _close(loss, want_loss, tol, loss_allow), _close(grad, want_grad, tol, grad_allow)
         rows.append({"epsilon": eps, "loss": loss, "reference": want_loss, "grad_logits ok": ok_grad,
                      "ok": ok_loss and ok_grad})
         if ok_loss and ok_grad:
@@ -78,9 +81,10 @@ def smoothing(subject, rng):
         view = table(f"{kind.name}: loss per epsilon", rows)
         # a slip that coincides with the reference here (epsilon / (V - 1) at epsilon = 0) explains nothing
         slips = [(hint, vl, vg) for hint, (vl, vg) in _variants(logits, targets, eps)
-                 if not (_close(vl, want_loss, tol) and _close(vg, want_grad, tol))]
-        named = [hint for hint, vl, vg in slips if _close(loss, vl, tol) and (ok_grad or _close(grad, vg, tol))]
-        named = named or [hint for hint, vl, vg in slips if _close(loss, vl, tol)]
+                 if not (_close(vl, want_loss, tol, loss_allow) and _close(vg, want_grad, tol, grad_allow))]
+        named = [hint for hint, vl, vg in slips
+                 if _close(loss, vl, tol, loss_allow) and (ok_grad or _close(grad, vg, tol, grad_allow))]
+        named = named or [hint for hint, vl, vg in slips if _close(loss, vl, tol, loss_allow)]
         if not ok_loss:
             head = f"{what}: loss {loss:.8g}, reference {want_loss:.8g}"
             if eps == 0.0:

@@ -145,8 +145,8 @@ def test_every_kind_declares_inputs_that_make_a_forward_call(run):
 
 
 def test_label_smoothing_gradient_still_sees_a_small_error(run, tmp_path):
-    """The log-guard allowance (subject.LOG_GUARD) does not blind the gradient check: one element of
-    grad_logits off by 1e-4 of the gradient's scale is still found."""
+    """The allowance for an eps inside the log (tolerance.smoothing_first_order) does not blind the gradient
+    check: one element of grad_logits off by 1e-4 of the gradient's scale is still found."""
     f = tmp_path / "ls_one_off.py"
     f.write_text(           # (a student's own function: one passing the call on to gradlab's is refused)
         "import numpy as np\nimport gradlab\n"

@@ -89,6 +89,7 @@ IDIOMS = [  # file, kind, the checks its idiom could trip
     ("tol_ok_softmax_div_eps.py", "softmax", ["reference", "softmax_rows"]),
     ("tol_ok_attention_div_eps.py", "attention", ["reference", "gradient", "softmax_rows"]),
     ("tol_ok_block_div_eps.py", "block", ["reference", "gradient"]),
+    ("tol_ok_ls_log_eps.py", "label_smoothing", ["reference", "gradient", "smoothing"]),
 ]
 
 
@@ -142,6 +143,40 @@ def test_one_element_off_beside_a_log_eps_is_caught_on_20_seeds(zoo):
                                seed=seed)["gradient"]
         assert record.status == "fail", (seed, record.message)
         assert "grad_logits (the gradient it returns)" in record.message and "is wrong" in record.message
+
+
+def test_one_element_off_beside_label_smoothings_log_eps_is_caught(zoo):
+    # its eps touches every class, so no direction escapes it to first order but those orthogonal, row by
+    # row, to the error it makes (tolerance.smoothing_first_order); along them the check stays sharp:
+    # 16 of 20 seeds (15 of 20 with no eps at all; 12 of 20 before that allowance)
+    caught = sum(gradlab.check("label_smoothing", impl=zoo("tol_bad_ls_log_eps_one_element.py"), checks=["gradient"],
+                               seed=seed)["gradient"].status == "fail" for seed in SEEDS)
+    assert caught >= 14, caught
+
+
+def test_label_smoothings_log_eps_bounds_hold(zoo):
+    # the loss and gradient of -sum(y log(p + eps)) / N against the usual ones, eps up to IDIOM_EPS, logits as
+    # the checks draw them and wider: within smoothing_bounds; the gradient's error minus eps x w within `rest`
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        logits = rng.standard_normal((2, 5, 11)) * (2.0 if trial % 2 else 6.0)
+        targets = rng.integers(0, 11, (2, 5))
+        epsilon = (0.0, 0.1, 0.3)[trial % 3]
+        loss_bound, grad_bound = policy.smoothing_bounds(logits, targets, epsilon)
+        w, rest = policy.smoothing_first_order(logits, targets, epsilon)
+        z = logits.reshape(-1, 11)
+        p = np.exp(z - z.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        y = np.full(p.shape, epsilon / 11)
+        y[np.arange(10), targets.reshape(-1)] += 1 - epsilon
+        usual = ((p - y) / 10).reshape(logits.shape)
+        for eps in (policy.IDIOM_EPS, policy.IDIOM_EPS / 10):
+            shift = np.sum(y * np.log(p + eps)) / 10 - np.sum(y * np.log(p)) / 10     # the guarded loss is lower
+            exact = ((p * (y * p / (p + eps)).sum(1, keepdims=True) - y * p / (p + eps)) / 10).reshape(logits.shape)
+            assert 0 <= shift <= loss_bound * (1 + 1e-9)
+            rounding = 8 * np.spacing(np.abs(usual))          # of exact - usual, here (and the bounds' sums: 1e-12)
+            assert np.all(np.abs(exact - usual) <= grad_bound * (1 + 1e-12) + rounding)
+            assert np.all(np.abs(exact - usual - eps * w) <= rest * (1 + 1e-12) + rounding)
 
 
 def test_one_element_off_beside_a_division_eps_is_caught(zoo):

@@ -511,11 +511,8 @@ def with_ignored(targets, rng):
 
 
 SMOOTHING_EPSILON = 0.1   # the label-smoothing epsilon the loss checks pass (the smoothing check tries others)
-# Label smoothing in article 000's probability form guards its log, np.log(p + 1e-10): that shifts the loss
-# by up to ~1e-8 of itself (at p ~ 1e-4) without being a bug, so for SMOOTHING kinds loss values are compared
-# to this relative tolerance and the gradient is judged as if the analytical side were this precise (it still
-# resolves a relative error of ~1e-6 in one element; the zoo's bugs are 1e-2 and larger).
-LOG_GUARD = 1e-7
+# (article 000's label smoothing guards its log, np.log(p + 1e-10), on every class: what such an eps may move
+# is bounded by gradlab.numerics.tolerance.smoothing_bounds)
 
 
 def loss_options(kind, ignore_index=None):

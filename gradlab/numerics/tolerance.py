@@ -35,7 +35,9 @@ The kinds of comparison:
   their measured size: an attention's softmax rows that sum to 1 - eps / sum show its
   eps (division_idiom), and its effect on the gradients is bounded as measured (idiom_allowance);
   a loss's eps inside the log is bounded by eps / p[target] per row, and checked
-  sharply along directions a whole-row scale cannot move (checks/gradient.py).
+  sharply along directions a whole-row scale cannot move (checks/gradient.py);
+  label smoothing's log touches every class, so its bound sums over the classes
+  (smoothing_bounds).
 
 IDIOM_EPS is the largest epsilon a sound numerical idiom adds inside a log or a
 division (np.log(p + 1e-10), e / (e.sum() + 1e-9), np.clip(p, 1e-12, 1)):
@@ -251,6 +253,50 @@ def loss_row_bounds(logits, targets, ignore=None):
     logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
     p_target = np.exp(logp[np.arange(t.size), np.where(keep, t, 0)])
     return np.where(keep, idiom_row_bound(p_target), 0.0), keep
+
+
+def _smoothed_target(logits, targets, epsilon):
+    """(p = softmax(logits), q = (1 - epsilon) one_hot + epsilon / V), rows (N, V), in float64."""
+    V = logits.shape[-1]
+    z = logits.astype(np.float64).reshape(-1, V)
+    t = np.asarray(targets).reshape(-1)
+    logp = z - z.max(axis=1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
+    q = np.full(z.shape, epsilon / V)
+    q[np.arange(t.size), t] += 1.0 - epsilon
+    return np.exp(logp), q
+
+
+def smoothing_bounds(logits, targets, epsilon):
+    """(loss bound, grad_logits bound per element) for a sound eps <= IDIOM_EPS inside the log of a
+    label-smoothed cross-entropy (article 000's np.log(y_pred + eps), which touches every class), with
+    q = (1 - epsilon) one_hot + epsilon / V and p = softmax(logits), N rows:
+    - the loss, a mean over rows of -sum_v q_v log(p_v + eps), moves by at most the mean of
+      sum_v q_v log(1 + IDIOM_EPS / p_v);
+    - its exact gradient differs from the usual (p - q) / N by (q_j s_j - p_j sum_v q_v s_v) / N,
+      s_v = eps / (p_v + eps): at most (q_j s_j + p_j sum_v q_v s_v) / N per element, s at IDIOM_EPS.
+    A rare class (p_v ~ 1e-3 at V = 11) moves the loss by ~epsilon / V x 1e-4 of itself: far above a blanket
+    1e-7, and exactly what np.log(p + 1e-7) does (the cross-entropy bound, eps / p[target], sees only the
+    target's class)."""
+    p, q = _smoothed_target(logits, targets, epsilon)
+    loss = float(np.mean((q * np.log1p(IDIOM_EPS / np.maximum(p, 1e-300))).sum(axis=1)))
+    s = IDIOM_EPS / (p + IDIOM_EPS)
+    grad = (q * s + p * (q * s).sum(axis=1, keepdims=True)) / p.shape[0]
+    return loss, grad.reshape(logits.shape)
+
+
+def smoothing_first_order(logits, targets, epsilon):
+    """(w, rest), both shaped like logits: the gradient error of smoothing_bounds is eps x w + r with
+    w = (q / p - p sum_v q_v / p_v) / N, the same eps in every row, and |r| <= rest =
+    (q (E / p)^2 + p sum_v q_v (E / p_v)^2) / N at E = IDIOM_EPS (s_v - eps / p_v = -eps^2 / (p_v (p_v + eps))).
+    Along a direction whose every row is orthogonal to w's, only `rest` is left: the gradient check stays
+    sharp there, as it does for cross_entropy along directions a whole-row scale cannot move."""
+    p, q = _smoothed_target(logits, targets, epsilon)
+    tiny = np.maximum(p, 1e-300)
+    w = (q / tiny - p * (q / tiny).sum(axis=1, keepdims=True)) / p.shape[0]
+    r2 = q * (IDIOM_EPS / tiny) ** 2
+    rest = (r2 + p * r2.sum(axis=1, keepdims=True)) / p.shape[0]
+    return w.reshape(logits.shape), rest.reshape(logits.shape)
 
 
 def idiom_allowance(products, relative):
