@@ -3,6 +3,7 @@ and weights.py, which copies those weights in (by name, param_map, or shape)."""
 import numpy as np
 import pytest
 
+import gradlab
 from gradlab.contract.errors import CheckSkipped
 from gradlab.contract.kinds import DIFFERENTIABLE, KINDS, PROBABILITIES
 from gradlab.execution.weights import resolve_names
@@ -217,3 +218,12 @@ def test_a_post_ln_block_with_children_in_a_dict_is_named(run):
 
     record = run("block", PostLN, ["reference"])["reference"]
     assert record.status == "fail" and "matches a Post-LN block" in record.message, record.message
+
+
+def test_an_ill_conditioned_float32_forward_is_allowed_what_the_reference_itself_rounds_to():
+    # d_model = 2: each LayerNorm normalises 2 features, and where they are close float32 rounds far above
+    # the table's rtol; gradlab's own block failed its reference check here (an --explore configuration).
+    # The allowance is SAFETY x what the reference computed in float32 differs from the float64 one.
+    result = gradlab.check("block", checks=["reference"], seed=7, dtype="float32", batch_size=3, seq_len=3,
+                           num_heads=1, d_model=2, d_ff=8)
+    assert result["reference"].status == "pass", result["reference"].message
