@@ -7,8 +7,8 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.execution.harness import describe
-from gradlab.contract.kinds import (ATTN_WEIGHTS, CAUSAL, DIFFERENTIABLE, LOSS, PROBABILITIES, TIED_HEAD, core_shape,
-                                    same_layout)
+from gradlab.contract.kinds import (ATTN_WEIGHTS, CAUSAL, DIFFERENTIABLE, LOSS, PROBABILITIES, TIED_HEAD, TOKEN_IDS,
+                                    core_shape, same_layout)
 from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.weights import plural_match
@@ -97,7 +97,10 @@ def _function_rows(subject, rng, rows):
 def _module_rows(subject, rng, rows, notes):
     kind, cfg = subject.kind, subject.cfg
     module = subject.build()
-    inputs = subject.make_inputs(rng)
+    # token ids below the vocabulary's last: a table gradient sized by the ids it saw (np.bincount(ids) without
+    # minlength, np.zeros((ids.max() + 1, D))) comes out short here, whatever the batch would have drawn
+    inputs = tuple(rng.integers(0, cfg.vocab_size - 1, size=value.shape) if spec.role == "ids" and cfg.vocab_size > 1
+                   else value for spec, value in zip(kind.input_specs(), subject.make_inputs(rng)))
     for spec, value in zip(kind.input_specs(), inputs):
         if spec.role != "flag":
             rows.add(f"{spec.name} (input)", spec.shape(cfg), value.shape)
@@ -208,6 +211,12 @@ def _param_rows(subject, module, slots, rows, notes):
             # e.g. summed over axis 0 only with keepdims, (1, T, D), or not at all, (B, T, D)
             hint += (f"; it keeps the leading axes {got[:-len(core_shape(shape))]}: sum over every axis but the "
                      f"parameter's (batch and time), e.g. g.reshape(-1, {shape[-1]}).sum(axis=0)")
+        elif isinstance(got, tuple) and len(got) == len(shape) == 2 and got[1:] == shape[1:] and \
+                got[0] < shape[0] == cfg.vocab_size and kind.has(TOKEN_IDS):
+            # a table's gradient with a row per id seen: here the ids stop below the vocabulary's last
+            hint += (f"; it has a row per id up to the largest in this batch ({got[0] - 1}), not one per id of "
+                     f"the vocabulary ({shape[0]}): np.bincount(ids, minlength={shape[0]}), or np.add.at into "
+                     "np.zeros_like(weight)")
         rows.add(f"gradient of {slot.name!r} ({slot.describe_grad()})", shape, got, hint)
     missing = [name for name in expected if name not in matched]
     if missing and (unmatched or callable(param_map)):

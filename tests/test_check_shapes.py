@@ -80,6 +80,9 @@ def test_renamed_params_with_param_map_dict_pass(run, zoo, dtype):
                                                            "build it for cfg.max_len and slice it"]),
     ("block", "shapes_bad_block_shared_layernorm.py", ["'ln2.gamma' is not found", "ln2 is the same object as ln1",
                                                        "build a second one"]),
+    # (its ids stop below the vocabulary's last: caught whatever the batch would have drawn)
+    ("embedding", "shapes_bad_embedding_bincount_no_minlength.py",
+     ["gradient of 'weight'", "a row per id up to the largest in this batch", "np.bincount(ids, minlength=11)"]),
     # a param_map function: no name is missing, the count of numbers shows what discovery could not find
     ("attention", "shapes_bad_attention_hidden_head_grads.py",
      ["the parameters found (all together) is 156 numbers, expected 624 numbers", "W_o, b_o",
