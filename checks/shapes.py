@@ -3,6 +3,8 @@ parameter and its gradient, the input gradient, attn_weights), expected vs
 actual. Unlike the other checks it calls the student's code raw (still through
 harness.guarded), so a wrong output shape is one row of the table instead of
 an error that hides every other row."""
+import math
+
 import numpy as np
 
 from gradlab.contract.errors import CheckFailure, StudentError
@@ -186,6 +188,12 @@ def _param_rows(subject, module, slots, rows, notes):
                 # PyTorch's (d_out, d_in) for x @ W.T: a layout of its own, which the param_map function declares
                 rows.info(label, shape, "the reference's numbers in a layout of your own (transposed), loaded by "
                           "your param_map function: accepted", expected[ref])
+            elif shape != tuple(expected[ref]) and callable(param_map) and \
+                    math.prod(shape) > math.prod(tuple(expected[ref])):
+                # a layout of its own that holds more (the bias trick: [W; b] as one (d_in + 1, d_out) "weight"):
+                # the param_map function loads it; the count row below sees that nothing goes missing
+                rows.info(label, shape, "a layout of your own holding more than the reference's numbers (the bias "
+                          "folded in?), loaded by your param_map function: accepted", expected[ref])
             else:
                 rows.add(label, expected[ref], shape, _in_words(kind, ref))
         elif kind.has(TIED_HEAD) and _untied_head(slot, cfg, expected, slots, mapping):

@@ -58,6 +58,16 @@ def test_pytorchs_layout_with_a_param_map_function_passes_every_check(run, zoo, 
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_bias_trick_with_a_param_map_function_passes_every_check(run, zoo, all_pass, dtype):
+    """weight (d_in + 1, d_out) with the bias as its last row: named like the reference's weight, shaped its own
+    way, holding more numbers; its param_map function loads both reference parameters into it."""
+    result = run("linear", zoo("shapes_ok_linear_bias_trick.py"), dtype=dtype)
+    all_pass(result)
+    assert "a layout of your own holding more than the reference's numbers" in \
+        rows(result["shapes"])["parameter 'weight'"]["note"]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_renamed_params_with_param_map_dict_pass(run, zoo, dtype):
     record = run("layernorm", zoo("shapes_ok_layernorm_renamed.py"), ["shapes"], dtype=dtype)["shapes"]
     assert record.status == "pass", record.message
