@@ -98,9 +98,43 @@ def _optimizer(subject, rng):
     except CheckFailure:
         _same_again(subject, params0, grads_seq)
         raise
+    _interleaved(subject, params0, grads_seq)
     views = [v for o in outcomes for v in o.details["views"]]
     metrics = {**outcomes[0].metrics, "max_error": max(o.metrics["max_error"] for o in outcomes)}
-    return Outcome(" and ".join(o.message for o in outcomes), metrics, {"views": views})
+    return Outcome(" and ".join(o.message for o in outcomes) + "; two optimizers stepped in turn move their "
+                   "parameters as one alone does", metrics, {"views": views})
+
+
+def _interleaved(subject, params0, grads_seq):
+    """Two optimizers built the same way and stepped in turn (the first's step k, then the second's), each on
+    parameters of its own, as two models trained side by side: each must move them as one optimizer alone
+    does. Sequential runs cannot see a step count or moments kept outside the instance and reset by each
+    __init__ (a module-level counter): stepped in turn, the two count each other's steps."""
+    kind, cfg = subject.kind, subject.cfg
+    tol = tolerance("trajectory", cfg.np_dtype).rtol
+
+    def fresh():
+        return {n: p.copy() for n, p in params0.items()}
+
+    alone, params = subject.build(), fresh()
+    lone = []
+    for grads in grads_seq:
+        subject.step(alone, params, {n: g.copy() for n, g in grads.items()})
+        lone.append({n: p.astype(np.float64) for n, p in params.items()})
+    pair = [(subject.build(), fresh()), (subject.build(), fresh())]
+    for k, grads in enumerate(grads_seq):
+        for optimizer, params in pair:
+            subject.step(optimizer, params, {n: g.copy() for n, g in grads.items()})
+        for which, (_, params) in zip(("first", "second"), pair):
+            for name in SHAPES:
+                err, index = _rel_err(params[name], lone[k][name])
+                if err > tol:
+                    raise CheckFailure(
+                        f"{kind.name}: two optimizers built the same way and stepped in turn (two models trained "
+                        f"side by side) do not move their parameters as one alone does: after step {k + 1}, the "
+                        f"{which} one's {name!r} is off by {err:.1e} of its scale at {index}. Does step keep its "
+                        "step count or moments outside the instance (a module-level or class-level counter or "
+                        "dict)? Keep them on self", {"step": k + 1, "parameter": name, "max_error": err})
 
 
 def _other_setting(kind, cfg, params0, grads_seq):
