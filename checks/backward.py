@@ -52,6 +52,21 @@ def _worst(got, want, tol_ulps, eps, floor, cap=None):
     return index, float(got.flat[k]), float(want.flat[k]), float(diff.max()), allowed
 
 
+def _parameters_kept(kind, slots, before):
+    """backward fills gradients; moving the parameters is the optimizer's (CONTRACT §2). A backward that
+    updates them itself (W -= lr * dW, a tutorial habit) makes every later call see other weights: the
+    gradient check then reads it as a forward that is not repeatable. Said here as what it is."""
+    for slot in slots:
+        old = before[slot.name]
+        if slot.value.shape == old.shape and not np.array_equal(slot.value, old, equal_nan=True):
+            moved = float(np.max(np.abs(slot.value.astype(np.float64) - old)))
+            raise CheckFailure(
+                f"{kind.name}: backward changed the parameter {slot.name!r} itself (by up to {moved:.3g}): an "
+                "update inside backward (W -= lr * dW)? backward only fills the gradients; the optimizer moves "
+                "the parameters (gradlab's checks call backward many times on the same weights)",
+                {"parameter": slot.name, "moved": moved})
+
+
 @check("backward", needs={DIFFERENTIABLE}, forms={"module"}, order=12,
        summary="backward is repeatable, gives zero gradients for a zero upstream gradient, and is linear in it")
 def backward(subject, rng):
@@ -67,7 +82,9 @@ def backward(subject, rng):
     g1 = rng.standard_normal(out.shape).astype(out.dtype)
     g2 = rng.standard_normal(out.shape).astype(out.dtype)
 
+    before = {s.name: s.value.copy() for s in slots}
     first = _run(subject, module, slots, g1)
+    _parameters_kept(kind, slots, before)
     second = _run(subject, module, slots, g1)
     zero = _run(subject, module, slots, np.zeros_like(g1))
     other = _run(subject, module, slots, g2)

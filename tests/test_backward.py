@@ -69,3 +69,11 @@ def test_true_zero_gradient_is_not_a_false_alarm(seed):
     impl = Path(__file__).parent.parent / "examples" / "student_attention.py"
     result = gradlab.check("attention", impl=str(impl), checks=["backward"], seed=seed)
     assert result["backward"].status == "pass", result["backward"].message
+
+
+def test_a_backward_that_updates_the_weights_is_named_as_such(run, zoo):
+    # the gradient check can only call it a forward that is not repeatable; this check says what it is
+    record = run("linear", zoo("backward_bad_linear_updates_weights.py"), ["backward"])["backward"]
+    assert record.status == "fail", record.message
+    assert "backward changed the parameter 'W' itself" in record.message
+    assert "W -= lr * dW" in record.message and record.metrics["parameter"] == "W"
