@@ -18,6 +18,7 @@ from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.execution.harness import describe
 from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, PROBABILITIES
 from gradlab.contract.suite import Outcome, check
+from gradlab.execution.subject import in_parameter_shape
 
 SCALE = 1e3             # logits around 1e3; float inputs multiplied by 1e3 (attention scores then reach ~1e6)
 EMBEDDING_SCALE = 30.0  # token kinds: the (V, D) and (max_len, D) tables are scaled instead
@@ -233,7 +234,7 @@ def _forward_backward(subject, kind, cfg, module, inputs, rng, setting, hint, se
         grad = subject.read_grad(slot)
         if grad is None:
             raise StudentError(f"backward left no gradient for parameter {slot.name!r}")
-        found = _nonfinite(grad, f"the gradient of {slot.name!r}", slot.value.shape)
+        found = _nonfinite(in_parameter_shape(grad, slot.value), f"the gradient of {slot.name!r}", slot.value.shape)
         if found:
             fail(f"the gradient of {slot.name!r}", found)
         checked += 1

@@ -209,6 +209,10 @@ def _param_rows(subject, module, slots, rows, notes):
             continue
         grad = subject.read_grad(slot)
         got = _shape(grad) if grad is not None else "missing"
+        if isinstance(got, tuple) and got != shape and same_layout(shape, got):
+            rows.info(f"gradient of {slot.name!r} ({slot.describe_grad()})", got, "the parameter's numbers without "
+                      "its leading axes of length 1 (p -= lr * g broadcasts): accepted", shape)
+            continue
         hint = f"a gradient has the shape of its parameter {slot.name!r} {shape}"
         leading = {cfg.batch_size: "the batch (axis 0)", cfg.seq_len: "time (axis 1)"}
         if isinstance(got, tuple) and len(got) == len(shape) + 1 and got[1:] == shape and got[0] in leading:

@@ -68,6 +68,15 @@ def test_the_bias_trick_with_a_param_map_function_passes_every_check(run, zoo, a
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_row_parameters_with_flat_gradients_pass_every_check(run, zoo, all_pass, dtype):
+    """(1, D) gamma and beta whose gradients are (D,): the parameter's numbers without its leading axis of
+    length 1, as gradlab's own LayerNorm shapes them; an update p -= lr * g broadcasts."""
+    result = run("layernorm", zoo("shapes_ok_layernorm_row_params_flat_grads.py"), dtype=dtype)
+    all_pass(result)
+    assert "without its leading axes of length 1" in rows(result["shapes"])["gradient of 'gamma' (dgamma)"]["note"]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_renamed_params_with_param_map_dict_pass(run, zoo, dtype):
     record = run("layernorm", zoo("shapes_ok_layernorm_renamed.py"), ["shapes"], dtype=dtype)["shapes"]
     assert record.status == "pass", record.message

@@ -17,7 +17,7 @@ from gradlab.execution.loader import is_reference_code, reference_children, refe
 from gradlab.execution.seeding import seeded
 from gradlab.contract.errors import CheckSkipped, StudentError
 from gradlab.execution.harness import as_float_array, describe, guarded, remote_module
-from gradlab.contract.kinds import SMOOTHING
+from gradlab.contract.kinds import SMOOTHING, same_layout
 from gradlab.numerics.engine import holding
 
 
@@ -303,8 +303,8 @@ class Subject:
             if g is None:
                 raise StudentError(f"backward left no gradient for parameter {slot.name!r} "
                                    f"(expected {slot.describe_grad()} of shape {slot.value.shape})")
-            out.append(as_float_array(g, f"the gradient of {slot.name!r} ({slot.describe_grad()})",
-                                      slot.value.shape).copy())
+            out.append(as_float_array(in_parameter_shape(g, slot.value), f"the gradient of {slot.name!r} "
+                                      f"({slot.describe_grad()})", slot.value.shape).copy())
         self.seen.grads.update(slot.name for slot in slots)
         return out
 
@@ -470,6 +470,15 @@ def usable_parameter(slot):
 def copies(inputs):
     """Fresh copies of forward's arguments (flags and other non-arrays as they are)."""
     return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in inputs)
+
+
+def in_parameter_shape(grad, value):
+    """A gradient in its parameter's shape: one that holds the same numbers without the parameter's leading
+    axes of length 1 (a (D,) gradient for a (1, D) bias, the reference's own shape: p -= lr * g broadcasts) is
+    read as the parameter's shape; anything else as it is, for the caller to judge."""
+    if isinstance(grad, np.ndarray) and grad.shape != value.shape and same_layout(value.shape, grad.shape):
+        return grad.reshape(value.shape)
+    return grad
 
 
 def randomize_params(slots, rng):
