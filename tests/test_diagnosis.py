@@ -167,6 +167,8 @@ def test_position_pattern():
     ("linear", "ref_grad_linear_bias_mean.py", ["'bias'", "mean over the 10 tokens"]),
     ("attention", "overfit_attention_negdx.py", ["dL/dx", "sign is flipped"]),
     ("embedding", "overfit_embedding_overwrite.py", ["more than once", "np.add.at"]),
+    ("layernorm", "diag_bad_layernorm_dgamma_centred.py", ["'gamma'", "sum(grad_out * (x - mean(x)))",
+                                                          "sum(grad_out * xhat)"]),
 ])
 def test_gradient_check_reports_the_diagnosis(run, zoo, kind, name, words):
     record = run(kind, zoo(name), ["gradient"])["gradient"]

@@ -141,6 +141,10 @@ def _erf_gelu_grad(ref):                     # d/dh of the exact h * Phi(h)
     return 0.5 * (1 + _erf(h / math.sqrt(2))) + h * np.exp(-0.5 * h * h) / math.sqrt(2 * math.pi)
 
 
+def _second_term_doubled(ref):               # 0.5 (1 + t) + h (1 - t^2) ...: the second term without its 0.5
+    return 2 * _gelu_tanh_grad(ref.h) - _tanh_held_constant(ref)
+
+
 def _tanh_held_constant(ref):                # d/dh of 0.5 h (1 + t) with t = tanh(...) treated as a constant
     return 0.5 * (1 + np.tanh(_C * (ref.h + 0.044715 * ref.h ** 3)))
 
@@ -293,6 +297,9 @@ VARIANTS = {
          _ffn(lambda ref: _gelu_tanh_grad(ref.a))),
         ("treats t = tanh(...) in 0.5 h (1 + t) as a constant: the derivative is 0.5 (1 + t) plus "
          "0.5 h (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 h^2) (t depends on h too)", _ffn(_tanh_held_constant)),
+        ("drops the 0.5 of GELU's second term: the derivative of 0.5 h (1 + t) is 0.5 (1 + t) + "
+         "0.5 h (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 h^2), the product rule applied to the whole 0.5 h (1 + t)",
+         _ffn(_second_term_doubled)),
         ("uses GELU's derivative while forward computes ReLU (cfg.activation is 'relu'): the ReLU derivative "
          "is (h > 0)", _ffn(lambda ref: _gelu_tanh_grad(ref.h), activation="relu")),
     ],

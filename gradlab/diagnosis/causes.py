@@ -32,7 +32,8 @@ def diagnose(kind, name, analytical, numerical, context):
     if float(np.abs(n).max()) <= MATCH * scale:
         return None     # the true gradient is ~0: nothing to compare patterns with
     for test in (_all_zero, _transposed, _repeated_ids, _unseen_ids, _residual, _bias_token, _constant_factor,
-                 _future_positions, _partly_zero, _partial_factor, _row_constant, _row_centred, _slightly_off):
+                 _future_positions, _partly_zero, _partial_factor, _row_constant, _row_centred, _unnormalised_scale,
+                 _slightly_off):
         found = test(kind, name, a, n, context, cfg, what)
         if found:
             return found
@@ -318,6 +319,23 @@ def _row_centred(kind, name, a, n, context, cfg, what):
     return (f"{what} is off, at each position, by a multiple of the centred input x - mean(x): the variance "
             "(standard deviation) term is missing or wrong; in a normalisation's backward it is "
             "- xhat * mean(dxhat * xhat) (the std depends on x too)")
+
+
+def _unnormalised_scale(kind, name, a, n, context, cfg, what):
+    """A normalisation's scale (gamma) gradient summed from the centred input x - mean(x), not from the
+    normalised xhat = (x - mean) / sqrt(var + eps) that forward multiplies it by."""
+    x, g = context.get("x"), context.get("g")
+    if name == "x" or x is None or g is None or np.shape(g) != np.shape(x) or a.size != np.shape(x)[-1]:
+        return None
+    D = a.size
+    xc = np.asarray(x, dtype=np.float64).reshape(-1, D)
+    xc = xc - xc.mean(axis=-1, keepdims=True)
+    summed = (np.asarray(g, dtype=np.float64).reshape(-1, D) * xc).sum(axis=0).reshape(a.shape)
+    if _close(a, n) or not _close(a, summed):
+        return None
+    return (f"{what} is sum(grad_out * (x - mean(x))), the centred input: forward multiplies gamma by the "
+            "normalised xhat = (x - mean) / sqrt(var + eps), so its gradient is sum(grad_out * xhat) over every "
+            "axis but the last")
 
 
 def _slightly_off(kind, name, a, n, context, cfg, what):
