@@ -317,9 +317,10 @@ class _Adam:
     """Adam/AdamW with switches for the known mistakes (all off: PyTorch)."""
 
     def __init__(self, cfg, decay, t_per_param=False, correct_m=True, correct_v=True, eps_inside=False,
-                 shared=False, eps_hat=False):
+                 shared=False, eps_hat=False, matrices_only=False):
         self.lr, self.b1, self.b2, self.eps, self.wd = cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay
         self.decay, self.t_per_param, self.shared = decay, t_per_param, shared
+        self.matrices_only = matrices_only      # decay only parameters of 2 or more axes (nanoGPT's groups)
         self.correct_m, self.correct_v, self.eps_inside = correct_m, correct_v, eps_inside
         self.eps_hat = eps_hat
         self.t, self.m, self.v = 0, {}, {}
@@ -331,7 +332,7 @@ class _Adam:
             if self.t_per_param:
                 self.t += 1
             g = grads[name]
-            if self.wd > 0:
+            if self.wd > 0 and (p.ndim >= 2 or not self.matrices_only):
                 if self.decay == "before":
                     p *= 1 - self.lr * self.wd
                 elif self.decay == "coupled":
@@ -360,6 +361,7 @@ class _SGD:
     def __init__(self, cfg, momentum=True, shared=False, dampening=False, nesterov=False, zero_start=False,
                  decay=True):
         self.lr, self.mu, self.wd = cfg.lr, cfg.momentum, cfg.weight_decay if decay else 0.0
+        self.decoupled = decay == "decoupled"     # p *= 1 - lr * wd, beside the buffer (AdamW's way)
         self.momentum, self.shared, self.dampening, self.nesterov = momentum, shared, dampening, nesterov
         self.zero_start = zero_start     # buf starts at 0 (buf = momentum * 0 + ... on the first step)
         self.buf = {}
@@ -367,7 +369,9 @@ class _SGD:
     def step(self, params, grads):
         for name, p in params.items():
             g = grads[name]
-            if self.wd > 0:
+            if self.wd > 0 and self.decoupled:
+                p *= 1 - self.lr * self.wd
+            elif self.wd > 0:
                 g = g + self.wd * p
             if self.momentum and self.mu > 0:
                 key = "all" if self.shared else name
@@ -433,6 +437,9 @@ OPTIMIZER_VARIANTS = {
          lambda cfg: _Adam(cfg, "none")),
         ("the weights are decayed twice (theta *= 1 - lr * weight_decay, and again lr * weight_decay * theta in "
          "the update); decay once, before the Adam update", lambda cfg: _Adam(cfg, "twice")),
+        ("only parameters with 2 or more axes are decayed (nanoGPT's parameter groups leave biases and gains "
+         "out); torch.optim.AdamW, and the contract, decay every parameter it is given",
+         lambda cfg: _Adam(cfg, "before", matrices_only=True)),
     ],
     "sgd": [
         _fixed(_FIXED_MOMENTUM, lambda cfg: _SGD(cfg)),
@@ -449,6 +456,9 @@ OPTIMIZER_VARIANTS = {
         ("this is Nesterov momentum; PyTorch's default SGD uses p -= lr * buf", lambda cfg: _SGD(cfg, nesterov=True)),
         ("weight_decay is ignored; torch.optim.SGD adds weight_decay * p to the gradient (g = g + weight_decay * p, "
          "before the momentum buffer)", lambda cfg: _SGD(cfg, decay=False)),
+        ("the weight decay is decoupled (p *= 1 - lr * weight_decay, beside the momentum buffer, AdamW's way); "
+         "torch.optim.SGD adds weight_decay * p to the gradient before the buffer, so the decay rides the momentum",
+         lambda cfg: _SGD(cfg, decay="decoupled")),
     ],
 }
 

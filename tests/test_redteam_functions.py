@@ -47,6 +47,8 @@ TABLE = [
     ("red_fn_bad_adamw_fixed_eps.py", "adamw", "trajectory", ["eps=0.1", "eps stays 1e-8", "hard-coded?"]),
     ("red_fn_bad_adam_float32_math_eps_inside.py", "adam", "trajectory",
      ["rounds to in float32", "eps is inside the square root"]),
+    ("red_fn_bad_sgd_decoupled_decay.py", "sgd", "trajectory", ["weight decay is decoupled", "rides the momentum"]),
+    ("red_fn_bad_adamw_matrices_only.py", "adamw", "trajectory", ["only parameters with 2 or more axes are decayed"]),
     ("red_fn_bad_adam_module_counter.py", "adam", "trajectory",
      ["two optimizers built the same way and stepped in turn", "outside the instance"]),
     ("red_fn_bad_adam_float32_moments_eps_inside.py", "adam", "trajectory",
