@@ -44,9 +44,22 @@ def _variants(logits, targets, eps):
          "distribution, y = (1 - epsilon) * one_hot + epsilon / V", _smoothed(logits, targets, 0.0)),
         ("the uniform part is missing: y = (1 - epsilon) * one_hot; add epsilon / V to every class",
          _smoothed(logits, targets, eps, off_target=0.0)),
+        ("the loss is the KL divergence KL(y || p) = cross-entropy - entropy(y), which has the same gradient: the "
+         "contract's loss is the cross-entropy -sum(y * log p) averaged over the positions (the entropy of y, a "
+         "constant, is missing)", _kl(logits, targets, eps)),
     ] + [(f"the epsilon argument is not used: the loss is the reference's at epsilon = {other} (an epsilon fixed "
           "inside the function, or a default that wins over the argument?)", _smoothed(logits, targets, other))
          for other in sorted({0.1, *EPSILONS} - {0.0, eps})]
+
+
+def _kl(logits, targets, eps):
+    """(loss, grad) of KL(y || softmax(logits)), averaged over the positions: the cross-entropy minus y's entropy."""
+    loss, grad = _smoothed(logits, targets, eps)
+    V = logits.shape[-1]
+    y = np.full((targets.size, V), eps / V)
+    y[np.arange(targets.size), targets.reshape(-1)] += 1 - eps
+    entropy = -float(np.sum(np.where(y > 0, y * np.log(np.where(y > 0, y, 1.0)), 0.0))) / targets.size
+    return loss - entropy, grad
 
 
 def _close(got, want, tol, allow):

@@ -39,6 +39,7 @@ TABLE = [
     ("art_label_smoothing_sum.py", "label_smoothing", "smoothing", ["epsilon = 0", "summed over the positions"]),
     ("art_label_smoothing_v_minus_1.py", "label_smoothing", "smoothing", ["epsilon / (V - 1)"]),
     ("art_label_smoothing_no_uniform.py", "label_smoothing", "smoothing", ["uniform part is missing"]),
+    ("art_label_smoothing_kl.py", "label_smoothing", "smoothing", ["KL divergence", "entropy of y"]),
     ("art_label_smoothing_eps_fixed.py", "label_smoothing", "smoothing", ["epsilon argument is not used",
                                                                           "reference's at epsilon = 0.1"]),
     ("art_chunked_ok_article.py", "chunked_attention", None, []),
