@@ -332,6 +332,8 @@ def _block(order):
             h = a + attn(a)
             b = ln2(h)
             return b + ffn(b)
+        if order == "parallel":
+            return x + attn(ln1(x)) + ffn(ln2(x))
         h = x + attn(ln1(x))                           # "same_ln": ln1 used twice
         return h + ffn(ln1(h))
     return run
@@ -414,6 +416,9 @@ VARIANTS = {
          _block("no_ffn_residual")),
         ("your output matches residuals that add the normalised input ln(x) instead of x", _block("normed_residual")),
         ("your output matches ln1 used before the FFN too; the FFN branch has its own ln2", _block("same_ln")),
+        ("your output matches a parallel block, x + attn(ln1(x)) + ffn(ln2(x)) (GPT-J's): the FFN branch reads "
+         "ln2(x) where the reference's reads ln2(h), h = x + attn(ln1(x)) the output of the attention residual",
+         _block("parallel")),
     ],
     "lm": [
         ("your output matches the LM without the final LayerNorm ln_f before the output projection", _lm("no_ln_f")),

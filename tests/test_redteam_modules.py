@@ -39,6 +39,7 @@ TABLE = [
     ("red_mod_positional_offset.py", "positional", "reference", ["weight[1:T+1]", "weight[:T]"]),
     ("red_mod_block_no_residual_bwd.py", "block", "gradient", ["input gradient 'x'", "attention sub-layer"]),
     ("red_mod_block_postln.py", "block", "reference", ["Post-LN", "Pre-LN"]),
+    ("red_mod_block_parallel.py", "block", "reference", ["a parallel block", "ln2(h)"]),
     ("red_mod_block_inplace_residual.py", "block", "input_mutation", ["changed the caller's x", "x += w"]),
     ("red_mod_lm_tied_lookup_only.py", "lm", "gradient", ["'token_embedding'", "do not occur", "output projection"]),
     ("red_mod_lm_lookup_no_add_at.py", "lm", "gradient", ["'token_embedding'", "more than once", "np.add.at"]),
