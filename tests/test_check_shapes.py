@@ -47,33 +47,28 @@ def test_split_qkv_with_param_map_function_passes(run, zoo):
     assert "loaded through your param_map" in record.message and "qkv_weight" in record.message
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_pytorchs_layout_with_a_param_map_function_passes_every_check(run, zoo, all_pass, dtype):
-    """weight (d_out, d_in), not square, loaded transposed by its param_map function: a layout of its own, declared;
-    without a param_map it fails shapes (shapes_bad_linear_transposed_weight.py, below)."""
-    result = run("linear", zoo("shapes_ok_linear_torch_layout.py"), dtype=dtype)
-    all_pass(result)
-    assert "a layout of your own (transposed), loaded by your param_map function" in \
-        rows(result["shapes"])["parameter 'weight'"]["note"]
+# layouts of their own, accepted with their row's note: each passes every check
+OWN_LAYOUTS = [
+    # weight (d_out, d_in), not square, loaded transposed by its param_map function: a layout of its own, declared;
+    # without a param_map it fails shapes (shapes_bad_linear_transposed_weight.py, below)
+    ("linear", "shapes_ok_linear_torch_layout.py", "parameter 'weight'",
+     "a layout of your own (transposed), loaded by your param_map function"),
+    # weight (d_in + 1, d_out) with the bias as its last row: named like the reference's weight, shaped its own
+    # way, holding more numbers; its param_map function loads both reference parameters into it
+    ("linear", "shapes_ok_linear_bias_trick.py", "parameter 'weight'",
+     "a layout of your own holding more than the reference's numbers"),
+    # (1, D) gamma and beta whose gradients are (D,), as gradlab's own LayerNorm shapes them: p -= lr * g broadcasts
+    ("layernorm", "shapes_ok_layernorm_row_params_flat_grads.py", "gradient of 'gamma' (dgamma)",
+     "without its leading axes of length 1"),
+]
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_the_bias_trick_with_a_param_map_function_passes_every_check(run, zoo, all_pass, dtype):
-    """weight (d_in + 1, d_out) with the bias as its last row: named like the reference's weight, shaped its own
-    way, holding more numbers; its param_map function loads both reference parameters into it."""
-    result = run("linear", zoo("shapes_ok_linear_bias_trick.py"), dtype=dtype)
+@pytest.mark.parametrize("kind, name, row, note", OWN_LAYOUTS, ids=[t[1][10:-3] for t in OWN_LAYOUTS])
+def test_a_layout_of_its_own_passes_every_check(run, zoo, all_pass, dtype, kind, name, row, note):
+    result = run(kind, zoo(name), dtype=dtype)
     all_pass(result)
-    assert "a layout of your own holding more than the reference's numbers" in \
-        rows(result["shapes"])["parameter 'weight'"]["note"]
-
-
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_row_parameters_with_flat_gradients_pass_every_check(run, zoo, all_pass, dtype):
-    """(1, D) gamma and beta whose gradients are (D,): the parameter's numbers without its leading axis of
-    length 1, as gradlab's own LayerNorm shapes them; an update p -= lr * g broadcasts."""
-    result = run("layernorm", zoo("shapes_ok_layernorm_row_params_flat_grads.py"), dtype=dtype)
-    all_pass(result)
-    assert "without its leading axes of length 1" in rows(result["shapes"])["gradient of 'gamma' (dgamma)"]["note"]
+    assert note in rows(result["shapes"])[row]["note"]
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
