@@ -50,9 +50,10 @@ def _own_rounding(kind, cfg, ref, inputs, want, out):
     if out.dtype == np.float64 or out.dtype.kind != "f":
         return 0.0
     low = reference_module(kind, cfg.replace(dtype=out.dtype.name))
+    weights = named_params(ref)
     try:
         for name, array in named_params(low).items():
-            array[...] = named_params(ref)[name]
+            array[...] = weights[name]
         rounded = low.forward(*[a.astype(out.dtype) if spec.role == "float" else a
                                 for spec, a in zip(kind.input_specs(), inputs)])
     except Exception:     # gradlab's own reference in a dtype it cannot run in: nothing measured
