@@ -13,7 +13,7 @@ from gradlab.diagnosis.causes import PADDING_HABIT
 from gradlab.contract.kinds import TOKEN_IDS
 from gradlab.contract.suite import Outcome, check
 from gradlab.numerics.repeatable import require_repeatable
-from gradlab.numerics.tolerance import computed_dtype, tolerance
+from gradlab.numerics.tolerance import computed_dtype, eps_of, tolerance
 
 STEP = {"float64": 1e-6, "float32": 1e-3}
 MAX_NUMERIC_ROWS = 2                                  # repeated ids checked numerically (each costs 2*D forwards)
@@ -84,8 +84,10 @@ def repeated_ids(subject, rng):
     g = rng.standard_normal(out.shape).astype(cfg.np_dtype)
     subject.backward(module, g)
     got = subject.read_grads(slots)[table.name]
-    # a float64 gradient of float32 numbers: backward sums in float32 whatever cfg.dtype says (CONTRACT §6)
-    dtype = computed_dtype([got], cfg.np_dtype)
+    # float32 numbers in a float64 run (a float32 table, a float32 forward or backward): it computes in float32
+    # whatever cfg.dtype says (CONTRACT §6), and the finite differences' step and the tolerance are float32's
+    dtype = max([computed_dtype([got, out], cfg.np_dtype)] + [a.dtype for a in (got, out, table.value)
+                                                               if a.dtype.kind == "f"], key=eps_of)
     got = got.astype(np.float64)
     tokens, counts = np.unique(ids, return_counts=True)
     repeated = [int(t) for t, c in sorted(zip(tokens, counts), key=lambda tc: -tc[1]) if c > 1]
@@ -103,7 +105,7 @@ def repeated_ids(subject, rng):
                            "your float16 gradients with a float64 copy of your module instead")
     else:
         rows = repeated[:MAX_NUMERIC_ROWS] + once[:1]
-        expected = _numeric_rows(subject, module, ids, g, W, rows)
+        expected = _numeric_rows(subject, module, ids, g, W, rows, dtype)
         tol = tolerance("finite_difference_row", dtype).rtol
         how = "finite differences"
     scale = max(float(np.abs(expected[rows]).max()), float(np.abs(got[rows]).max()), 1e-12)
@@ -171,11 +173,11 @@ def repeated_ids(subject, rng):
         "problem: see the gradient check", metrics)
 
 
-def _numeric_rows(subject, module, ids, g, W, rows):
-    """Central differences of sum(forward(ids) * g) with respect to W[rows] (other rows left 0).
-    Each forward runs with W holding one perturbed entry during that call only (subject.forwards:
-    through a worker, a request per few MB of perturbed tables, not one each)."""
-    dtype = subject.cfg.np_dtype.name
+def _numeric_rows(subject, module, ids, g, W, rows, dtype):
+    """Central differences of sum(forward(ids) * g) with respect to W[rows] (other rows left 0), with the
+    step of the dtype the module computes in. Each forward runs with W holding one perturbed entry during
+    that call only (subject.forwards: through a worker, a request per few MB of perturbed tables, not one each)."""
+    dtype = np.dtype(dtype).name
     g64 = g.astype(np.float64)
     calls, steps = [], []
     for row in rows:

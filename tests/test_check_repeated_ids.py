@@ -21,6 +21,7 @@ def test_reference_accumulates(run, kind, dtype):
     ("embedding", "repeated_ids_ok_embedding_onehot.py"),    # one-hot matmul, attribute-style dweight
     ("embedding", "repeated_ids_ok_embedding_loop.py"),      # a Python loop
     ("lm", "repeated_ids_ok_tiny_lm.py"),                     # np.add.at plus the tied output path
+    ("lm", "repeated_ids_ok_tiny_lm_float32.py"),             # float32 tables whatever cfg.dtype says
 ])
 def test_correct_variants_pass(run, zoo, kind, name, dtype):
     record = run(kind, zoo(name), ["repeated_ids"], dtype=dtype)["repeated_ids"]
@@ -32,6 +33,7 @@ def test_correct_variants_pass(run, zoo, kind, name, dtype):
     ("embedding", "repeated_ids_bad_embedding_overwrite.py", True),
     ("embedding", "repeated_ids_bad_embedding_plus_equals.py", True),
     ("lm", "repeated_ids_bad_tiny_lm_overwrite.py", False),
+    ("lm", "repeated_ids_bad_tiny_lm_float32_overwrite.py", False),
 ])
 def test_overwrite_is_caught(run, zoo, kind, name, exact, dtype):
     record = run(kind, zoo(name), ["repeated_ids"], dtype=dtype)["repeated_ids"]
