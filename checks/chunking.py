@@ -19,22 +19,23 @@ from gradlab.contract.errors import CheckFailure
 from gradlab.contract.kinds import CHUNKED
 from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
-from gradlab.execution.calls import accepts, call_chunked
+from gradlab.execution.calls import call_chunked, causal_argument
 from gradlab.numerics.tolerance import tolerance
 
 MEMORY_T, MEMORY_CHUNK, MEMORY_HEADS, MEMORY_DK = 256, 16, 2, 16
 MAX_EXPONENT = 1.5
 
 
-def full_attention(Q, K, V, causal=False, local_chunk=None):
+def full_attention(Q, K, V, causal=False, local_chunk=None, ahead=0):
     """The reference in float64, without chunks. local_chunk: the buggy causal mask built per chunk from
-    positions inside the chunk (query r of a chunk sees keys j <= r), for naming that slip."""
+    positions inside the chunk (query r of a chunk sees keys j <= r); ahead: keys that many positions after
+    the query visible too (np.triu(..., k=2) for k=1); both for naming those slips."""
     Q, K, V = (a.astype(np.float64) for a in (Q, K, V))
     scores = Q @ K.transpose(0, 1, 3, 2) / math.sqrt(Q.shape[-1])
     T, S = scores.shape[-2:]
     if causal:
         rows = np.arange(T) if local_chunk is None else np.arange(T) % local_chunk
-        scores = np.where(np.arange(S)[None, :] <= rows[:, None], scores, -np.inf)
+        scores = np.where(np.arange(S)[None, :] <= rows[:, None] + ahead, scores, -np.inf)
     e = np.exp(scores - scores.max(-1, keepdims=True))
     return (e / e.sum(-1, keepdims=True)) @ V
 
@@ -48,6 +49,9 @@ def _hint(got, Q, K, V, causal, c, T, tol):
                 "keys j <= start + r (global positions: rows = np.arange(start, start + len(chunk)))")
     if causal and same(full_attention(Q, K, V)):
         return "causal=True is ignored: keys after the query must get -inf before the softmax"
+    if causal and same(full_attention(Q, K, V, causal=True, ahead=1)):
+        return ("the causal mask lets each query see the next key too (an off-by-one: np.triu(..., k=2), or "
+                "j <= i + 1): keys j > i must get -inf, so mask with np.triu(ones, k=1), or j > i")
     if same(full_attention(Q * math.sqrt(Q.shape[-1]), K, V, causal)):
         return "the scores are not divided by sqrt(d_k)"
     rows = np.abs(got - full_attention(Q, K, V, causal)).max(axis=(0, 1, 3))
@@ -65,12 +69,14 @@ def chunking(subject, rng):
     B, H, T, dk = cfg.batch_size, cfg.num_heads, max(cfg.seq_len, 3), cfg.d_k
     Q, K, V = (rng.standard_normal((B, H, T, dk)).astype(cfg.np_dtype) for _ in range(3))
     sizes = sorted({1, next(c for c in range(2, T + 1) if T % c) if T > 2 else 2, T, T + 3})
-    takes_causal = accepts(subject.registration.target, 5)
+    how = causal_argument(subject.registration.target)
+    takes_causal = how is not None
     rows = []
     for causal in ((False, True) if takes_causal else (False,)):
         want = full_attention(Q, K, V, causal)
         for c in sizes:
-            got = call_chunked(subject, Q, K, V, c, causal if takes_causal else None).astype(np.float64)
+            got = call_chunked(subject, Q, K, V, c, causal if takes_causal else None,
+                               by_name=how == "name").astype(np.float64)
             tol = tolerance("forward", cfg.np_dtype, got).allowed(float(np.abs(want).max()))
             err = float(np.abs(got - want).max())
             rows.append({"chunk_size": c, "causal": causal, "T": T, "max_error": err, "ok": err <= tol})

@@ -44,6 +44,9 @@ TABLE = [
                                                                           "reference's at epsilon = 0.1"]),
     ("art_chunked_ok_article.py", "chunked_attention", None, []),
     ("art_chunked_ok_causal.py", "chunked_attention", None, []),
+    ("art_chunked_ok_kwonly_causal.py", "chunked_attention", None, []),
+    # a keyword-only causal is tried by name (it was not tried at all)
+    ("art_chunked_kwonly_causal_leak.py", "chunked_attention", "chunking", ["causal=True", "see the next key too"]),
     ("art_chunked_local_mask.py", "chunked_attention", "chunking", ["causal=True", "global positions"]),
     ("art_chunked_drops_tail.py", "chunked_attention", "chunking", ["last, shorter chunk", "range(0, T, chunk_size)"]),
     ("art_chunked_concat_drops_tail.py", "chunked_attention", "smoke", ["returned shape", "the last, shorter chunk",

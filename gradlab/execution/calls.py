@@ -21,18 +21,36 @@ def call_init(subject, shape, scheme, rng):
     return as_float_array(subject.call(shape, scheme, rng, what=what), what, tuple(shape))
 
 
-def call_chunked(subject, Q, K, V, chunk_size, causal=None, copies=True):
+def call_chunked(subject, Q, K, V, chunk_size, causal=None, copies=True, by_name=False):
     """chunked_attention(Q, K, V, chunk_size[, causal]) -> a float array shaped like Q (V's last axis).
-    copies=False: the function gets the caller's own arrays (input_mutation watches them)."""
-    args = tuple(a.copy() if copies else a for a in (Q, K, V)) + (chunk_size,) + (() if causal is None else (causal,))
+    copies=False: the function gets the caller's own arrays (input_mutation watches them); by_name: causal
+    passed as causal=... (a keyword-only argument, causal_argument)."""
+    args = tuple(a.copy() if copies else a for a in (Q, K, V)) + (chunk_size,)
+    kwargs = {} if causal is None else {"causal": causal} if by_name else {}
+    args += () if causal is None or by_name else (causal,)
     what = f"{subject.kind.name}(Q, K, V, chunk_size={chunk_size}" + ("" if causal is None else f", causal={causal}") + ")"
-    out = subject.call(*args, what=what)
+    out = subject.call(*args, what=what, **kwargs)
     T = Q.shape[-2]
     got_T = getattr(out, "shape", (None, None))[-2] if getattr(out, "ndim", 0) >= 2 else None
     hint = (f": the last, shorter chunk (T = {T} in chunks of {chunk_size}) is dropped; loop over "
             f"range(0, T, chunk_size) and slice [start:start + chunk_size], which is shorter at the end"
             if got_T == (T // chunk_size) * chunk_size and got_T != T else "")
     return as_float_array(out, what, Q.shape[:-1] + V.shape[-1:], hint)
+
+
+def causal_argument(fn):
+    """How chunked_attention takes its causal flag: "position" (a fifth positional argument), "name" (only as
+    causal=..., keyword-only), or None (no such argument). A function whose signature cannot be read is
+    given it by position."""
+    if accepts(fn, 5):
+        return "position"
+    try:
+        inspect.signature(fn).bind(*range(4), causal=True)
+    except TypeError:
+        return None
+    except ValueError:
+        return "position"
+    return "name"
 
 
 def accepts(fn, n_args):
