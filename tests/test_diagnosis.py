@@ -169,6 +169,8 @@ def test_position_pattern():
     ("embedding", "overfit_embedding_overwrite.py", ["more than once", "np.add.at"]),
     ("layernorm", "diag_bad_layernorm_dgamma_centred.py", ["'gamma'", "sum(grad_out * (x - mean(x)))",
                                                           "sum(grad_out * xhat)"]),
+    ("lm", "diag_bad_tiny_lm_no_lookup_path.py", ["'token_embedding'", "right at the rows of token ids that do not "
+                                                  "occur", "the lookup path is missing"]),
 ])
 def test_gradient_check_reports_the_diagnosis(run, zoo, kind, name, words):
     record = run(kind, zoo(name), ["gradient"])["gradient"]

@@ -31,9 +31,9 @@ def diagnose(kind, name, analytical, numerical, context):
     what = "the input gradient dL/dx" if name == "x" else f"the gradient of {name!r}"
     if float(np.abs(n).max()) <= MATCH * scale:
         return None     # the true gradient is ~0: nothing to compare patterns with
-    for test in (_all_zero, _transposed, _repeated_ids, _unseen_ids, _residual, _bias_token, _constant_factor,
-                 _future_positions, _partly_zero, _partial_factor, _row_constant, _row_centred, _unnormalised_scale,
-                 _slightly_off):
+    for test in (_all_zero, _transposed, _repeated_ids, _unseen_ids, _seen_ids_only, _residual, _bias_token,
+                 _constant_factor, _future_positions, _partly_zero, _partial_factor, _row_constant, _row_centred,
+                 _unnormalised_scale, _slightly_off):
         found = test(kind, name, a, n, context, cfg, what)
         if found:
             return found
@@ -120,6 +120,23 @@ def _unseen_ids(kind, name, a, n, context, cfg, what):
     return (f"{what} is zero at the rows of token ids that do not occur in the input (e.g. ids {rows}), which "
             "still get a gradient through the tied output projection logits = h @ W.T: add that path, "
             "grad_logits.reshape(-1, V).T @ h.reshape(-1, D), to the lookup path's np.add.at")
+
+
+def _seen_ids_only(kind, name, a, n, context, cfg, what):
+    """A tied (V, D) embedding right at the rows of ids absent from the input (the output projection's path
+    alone reaches them) and wrong at the rows of the ids that occur: the lookup path is missing (or wrong)."""
+    counts = _token_counts(kind, a, context, cfg)
+    if counts is None:
+        return None
+    seen = counts > 0
+    scale = max(float(np.abs(n).max()), 1e-30)
+    if seen.all() or not seen.any() or not _close(a[~seen], n[~seen], scale) or _close(a[seen], n[seen], scale):
+        return None
+    rows = [int(r) for r in np.nonzero(seen)[0][:4]]
+    return (f"{what} is right at the rows of token ids that do not occur in the input, which only the tied output "
+            f"projection reaches, and wrong at the rows of the ids that do (e.g. ids {rows}): the lookup path is "
+            "missing or wrong; the table's gradient is the output path's grad_logits.reshape(-1, V).T @ h.reshape(-1, "
+            "D) plus the lookup's np.add.at(dW, ids, dx), dx the gradient at the embedding's output")
 
 
 def _residual(kind, name, a, n, context, cfg, what):
