@@ -86,8 +86,8 @@ def repeated_ids(subject, rng):
     got = subject.read_grads(slots)[table.name]
     # float32 numbers in a float64 run (a float32 table, a float32 forward or backward): it computes in float32
     # whatever cfg.dtype says (CONTRACT §6), and the finite differences' step and the tolerance are float32's
-    dtype = max([computed_dtype([got, out], cfg.np_dtype)] + [a.dtype for a in (got, out, table.value)
-                                                               if a.dtype.kind == "f"], key=eps_of)
+    dtype = max([computed_dtype([a], cfg.np_dtype) for a in (got, out)] +
+                [a.dtype for a in (got, out, table.value) if a.dtype.kind == "f"], key=eps_of)
     got = got.astype(np.float64)
     tokens, counts = np.unique(ids, return_counts=True)
     repeated = [int(t) for t, c in sorted(zip(tokens, counts), key=lambda tc: -tc[1]) if c > 1]
