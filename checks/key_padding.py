@@ -57,19 +57,24 @@ def key_padding(subject, rng):
         mixed = mask.any(axis=1) & ~mask.all(axis=1)
         moved_real = np.abs(subject.forward(module, *flipped).astype(np.float64) - base)[mixed]
         inverted = float(moved_real.max(initial=0.0)) <= tol
+        subject.forward(module, *inputs)
+        zero = _padded_weights(subject, module, mask)
+        how = ("padded keys must get exactly zero attention weight; the mask looks inverted: True means padded "
+               "(ignored), False a real token" if inverted else
+               "attn_weights are 0 at the padded keys, yet their scores still enter the softmax's sum: the mask "
+               "multiplies the weights after the softmax (the real keys' weights then move with the padded keys "
+               "and no longer sum to 1); " + _HOW if zero == 0.0 else
+               "padded keys must get exactly zero attention weight; " + _HOW)
         raise CheckFailure(
             f"{kind.name}: changing the memory at padded key positions (e.g. sample {b}, key {j}) changed the "
-            f"output by {change:.3g} (tolerance {tol:.1g}): padded keys must get exactly zero attention weight; "
-            + ("the mask looks inverted: True means padded (ignored), False a real token" if inverted else _HOW),
+            f"output by {change:.3g} (tolerance {tol:.1g}): " + how,
             {"max_change": change, "tolerance": tol, "padded_keys": len(padded)})
-    weights = subject.attribute(module, "attn_weights")
+    largest = _padded_weights(subject, module, mask)
     note = ""
-    if isinstance(weights, np.ndarray) and weights.ndim == 4 and weights.shape[-1] == mask.shape[-1] \
-            and weights.shape[0] == mask.shape[0]:
-        at_padded = np.abs(weights.astype(np.float64)[np.broadcast_to(mask[:, None, None, :], weights.shape)])
-        if at_padded.size and at_padded.max() > 0:
-            raise CheckFailure(f"{kind.name}: attn_weights at padded keys reach {at_padded.max():.3g}, not 0: "
-                               + _HOW, {"max_padded_weight": float(at_padded.max())})
+    if largest is not None:
+        if largest > 0:
+            raise CheckFailure(f"{kind.name}: attn_weights at padded keys reach {largest:.3g}, not 0: "
+                               + _HOW, {"max_padded_weight": largest})
         note = "; attn_weights are 0 at every padded key"
     # 2. no gradient into padded positions (a forward-only module: its forward half is still judged)
     leak = 0.0
@@ -100,6 +105,17 @@ def key_padding(subject, rng):
     return Outcome(f"{len(padded)} padded keys: changing them changes nothing{gradients}{note}; a sample padded "
                    f"entirely gives finite outputs{'' if subject.no_backward else ' and gradients'}",
                    {"padded_keys": len(padded)})
+
+
+def _padded_weights(subject, module, mask):
+    """The largest attention weight the module keeps (attn_weights, (B, H, T, S)) at a padded key, after its last
+    forward; None when it keeps none of that shape."""
+    weights = subject.attribute(module, "attn_weights")
+    if not (isinstance(weights, np.ndarray) and weights.ndim == 4 and weights.shape[-1] == mask.shape[-1]
+            and weights.shape[0] == mask.shape[0]):
+        return None
+    at_padded = np.abs(weights.astype(np.float64)[np.broadcast_to(mask[:, None, None, :], weights.shape)])
+    return float(at_padded.max()) if at_padded.size else None
 
 
 def _finite(kind, value, what):

@@ -240,3 +240,12 @@ def test_a_hard_target_gradient_is_named_by_the_reference_check(run, zoo):
     record = run("label_smoothing", zoo("art_label_smoothing_hard_grad.py"), ["reference"])["reference"]
     assert record.status == "fail", record.message
     assert "hard one-hot target" in record.message and "summed over positions" not in record.message, record.message
+
+
+def test_a_mask_multiplied_in_after_the_softmax_is_named(run, zoo):
+    # its padded keys get weight 0, so "padded keys must get zero weight" would point the wrong way: their
+    # scores are still in the softmax's sum (the gradient check fails first on the same file, as it should)
+    record = run("cross_attention", zoo("art_cross_mask_after_softmax.py"), checks=["key_padding"])["key_padding"]
+    assert record.status == "fail", record.message
+    for words in ("attn_weights are 0 at the padded keys", "still enter the softmax's sum", "after the softmax"):
+        assert words in record.message, record.message
