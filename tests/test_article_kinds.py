@@ -76,6 +76,8 @@ TABLE = [
     ("art_decoder_ok.py", "decoder_layer", None, []),
     ("backward_ok_decoder_float32_layernorm.py", "decoder_layer", None, []),     # float32 LayerNorms inside
     ("art_decoder_self_not_causal.py", "decoder_layer", "causality", ["position 0 sees the future"]),
+    ("art_decoder_no_cross_residual_bwd.py", "decoder_layer", "gradient",
+     ["leaves out the residual (skip) path of the cross-attention sub-layer"]),
     ("art_decoder_cross_causal.py", "decoder_layer", "reference", ["causal mask in the cross-attention"]),
     ("art_seq2seq_ok.py", "seq2seq", None, []),
     ("art_seq2seq_no_encoder_grad.py", "seq2seq", "gradient", ["'enc.", "analytical 0"]),

@@ -162,6 +162,29 @@ def _block(attn_skip=True, ffn_skip=True, attn_gets=None):
     return run
 
 
+def _decoder(self_skip=True, cross_skip=True, ffn_skip=True):
+    """DecoderLayer.backward (modules/decoder_layer.py, Post-LN) without the skip path of one residual: the
+    gradient at a sum x + branch(x) is the branch's backward plus the gradient itself."""
+    def run(ref, g):
+        ds3 = ref.ln3.backward(g)
+        dh2 = ref.ffn.backward(ds3) + (ds3 if ffn_skip else 0)
+        ds2 = ref.ln2.backward(dh2)
+        dq_side, dmemory = ref.cross_attn.backward(ds2)
+        ds1 = ref.ln1.backward(dq_side + (ds2 if cross_skip else 0))
+        return ref.self_attn.backward(ds1) + (ds1 if self_skip else 0), dmemory
+    return run
+
+
+_DECODER_RESIDUALS = [
+    ("leaves out the residual (skip) path of the self-attention sub-layer: for h1 = LN1(x + self_attn(x)), "
+     "dL/dx = ds1 + self_attn.backward(ds1) with ds1 = ln1.backward(dh1)", _decoder(self_skip=False)),
+    ("leaves out the residual (skip) path of the cross-attention sub-layer: for h2 = LN2(h1 + cross_attn(h1, "
+     "memory)), dh1 = ds2 + the cross-attention's dx, ds2 = ln2.backward(dh2)", _decoder(cross_skip=False)),
+    ("leaves out the residual (skip) path of the FFN sub-layer: for out = LN3(h2 + ffn(h2)), "
+     "dh2 = ds3 + ffn.backward(ds3), ds3 = ln3.backward(grad_out)", _decoder(ffn_skip=False)),
+]
+
+
 # ---- layers made of layers: every LayerNorm (or attention) inside with one mistake ---------
 
 def _layernorm_backward(mean_term=True, var_term=True, gamma=True):
@@ -317,7 +340,7 @@ VARIANTS = {
     ] + _LAYERNORM_VARIANTS + _ATTENTION_INSIDE_VARIANTS,
     "lm": _LAYERNORM_VARIANTS + _ATTENTION_INSIDE_VARIANTS,
     "encoder_layer": _LAYERNORM_VARIANTS,
-    "decoder_layer": _LAYERNORM_VARIANTS + _ATTENTION_INSIDE_VARIANTS,
+    "decoder_layer": _DECODER_RESIDUALS + _LAYERNORM_VARIANTS + _ATTENTION_INSIDE_VARIANTS,
     "seq2seq": _LAYERNORM_VARIANTS + _ATTENTION_INSIDE_VARIANTS,
 }
 
