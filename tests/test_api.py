@@ -179,3 +179,12 @@ def test_a_run_that_judged_nothing_is_not_a_pass(capsys):
     softmax = gradlab.check("softmax", checks=["smoke", "gradient"], seed=0)
     assert softmax.passed and not softmax.nothing_judged
     assert gradlab.check("softmax", checks=["smoke"], seed=0).passed
+
+
+def test_a_precondition_that_failed_is_what_is_said_not_nothing_judged():
+    # smoke erred and the rest was skipped: the module fails on smoke's words; "nothing was judged" would
+    # send the student looking for a configuration problem
+    from gradlab.contract.records import ERROR, SKIP, CheckRecord, KindResult
+    result = KindResult("layernorm", "x.py", 0, {}, [CheckRecord("smoke", ERROR, "forward ran past 1 s"),
+                                                     CheckRecord("gradient", SKIP, "not judged: ...")])
+    assert not result.nothing_judged and not result.passed

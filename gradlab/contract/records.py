@@ -93,11 +93,13 @@ class KindResult:
     @property
     def nothing_judged(self):
         """Every check that applies, beside the precondition (smoke), was skipped (there was at least one), or
-        every check was. A check asked for that does not apply to the kind is not counted."""
+        every check was, and none failed or erred: a precondition that failed has judged (the module fails), and
+        its failure, not "nothing was judged", is what to say. A check asked for that does not apply to the kind
+        is not counted."""
         applying = [c for c in self.checks if c.metrics.get("applies", True)]
         beside = [c for c in applying if c.name != PRECONDITION]
         judged = beside if beside else applying
-        return bool(judged) and all(c.status == SKIP for c in judged)
+        return bool(judged) and all(c.status == SKIP for c in judged) and all(c.ok for c in self.checks)
 
     def counts(self):
         out = {PASS: 0, FAIL: 0, ERROR: 0, SKIP: 0}

@@ -37,8 +37,8 @@ def results_json(student_result, rubric, seed, version, key=None):
     maximum = round(sum(t["max_score"] for t in tests), 4)
     lines = [f"gradlab {version}, seed {seed}: {total:g} / {maximum:g} points"]
     for kind in rubric.kinds:
-        got = sum(t["score"] for t in tests if t["tags"][0] == kind)
-        of = sum(t["max_score"] for t in tests if t["tags"][0] == kind)
+        got = round(sum(t["score"] for t in tests if t["tags"][0] == kind), 4)
+        of = round(sum(t["max_score"] for t in tests if t["tags"][0] == kind), 4)
         lines.append(f"  {kind}: {got:g} / {of:g}")
     lines += [f"note: {n}" for n in student_result.get("notes", [])]
     extra = {"gradlab_version": version, "seed": seed, "student": student_result["student"],
@@ -68,4 +68,5 @@ def _output(record, kind, check, impl, seed):
 
 
 def max_by_kind(rubric):
-    return {kind: sum(r.points for r in rules.values()) for kind, rules in rubric.kinds.items()}
+    """{kind: its points}, rounded as the scores are (7 checks sharing 5 points sum to 4.999999999999999)."""
+    return {kind: round(sum(r.points for r in rules.values()), 4) for kind, rules in rubric.kinds.items()}

@@ -69,7 +69,8 @@ class Rubric:
         return list(self.kinds[kind])
 
     def max_score(self):
-        return sum(rule.points for rules in self.kinds.values() for rule in rules.values())
+        """The rubric's points, rounded as the scores are (fractional points sum with float rounding)."""
+        return round(sum(rule.points for rules in self.kinds.values() for rule in rules.values()), 4)
 
     def to_dict(self):
         return {kind: {name: asdict(rule) for name, rule in rules.items()} for kind, rules in self.kinds.items()}
