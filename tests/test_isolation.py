@@ -334,3 +334,14 @@ def test_the_references_pass_through_a_worker():
     result = gradlab.check("all", seed=0, isolate=True, checks="smoke,gradient,trajectory")
     assert result.passed, [(r.kind, c.name, c.message) for r in result.results for c in r.checks if not c.ok]
     assert not left_running()
+
+
+def test_a_call_over_its_time_limit_is_waited_for_once():
+    # asked for alone, gradient runs ahead of smoke; its forward ran past the limit, and smoke (the same
+    # calls, in a fresh worker) waited for the limit again: a loop cost twice the time limit
+    result = check("loop_forward", checks=["gradient"])
+    smoke = result["smoke"]
+    assert smoke.status == "error" and "forward ran past 1 s" in smoke.message
+    assert "in the 'gradient' check, which ran first; smoke makes the same calls" in smoke.message
+    assert result["gradient"].status == "skip"
+    assert not left_running()

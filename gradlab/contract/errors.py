@@ -21,6 +21,13 @@ class StudentError(GradlabError):
         self.where = where  # "my_attention.py:42", the student's frame
 
 
+def over_time(error):
+    """`error` (a StudentError), marked as a call that ran past its time limit: the run plan does not make the
+    same calls again only to wait for the limit a second time (plan.Plan.precondition)."""
+    error.over_time = True
+    return error
+
+
 class CheckFailure(GradlabError):
     """A check found a wrong number. `metrics` are the key numbers (JSON
     scalars); `details` are JSON-able tables and matrices for the report."""

@@ -15,7 +15,7 @@ import traceback
 
 import numpy as np
 
-from gradlab.contract.errors import GradlabError, StudentError
+from gradlab.contract.errors import GradlabError, StudentError, over_time
 
 DEFAULT_TIMEOUT = 20.0   # seconds for one call into student code
 _GRADLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the gradlab package
@@ -123,8 +123,8 @@ def guarded(what, fn, *args, files=(), error=StudentError, alarm=True, **kwargs)
             return fn(*args, **kwargs)
     except _Timeout as e:
         where = student_frame(e, files)
-        raise error(f"{what} ran past {_timeout:g} s" + (f", last seen at {where}" if where else "")
-                    + OVERTIME_HINT) from None
+        raise over_time(error(f"{what} ran past {_timeout:g} s" + (f", last seen at {where}" if where else "")
+                              + OVERTIME_HINT)) from None
     except StudentError as e:
         if hasattr(e, "message_for"):       # raised by the student's code in the worker: say it as here
             message = e.message_for(what)

@@ -34,7 +34,7 @@ import weakref
 import numpy as np
 
 from gradlab.contract.config import Config
-from gradlab.contract.errors import StudentError, UsageError
+from gradlab.contract.errors import StudentError, UsageError, over_time
 from gradlab.contract.registry import Registration
 from gradlab.execution import harness
 from gradlab.execution import limits as limits_mod
@@ -755,7 +755,7 @@ class Session:
                               f"(in {what}{at}; raise it with --wall-time)")
                 raise error(self.final) from None
             self.dead, message = _overtime(what, seconds, at)
-            raise error(message) from None
+            raise over_time(error(message)) from None
         except ChannelClosed:
             what = self._progress_what(progress, what)
             code = self._kill()
