@@ -227,6 +227,8 @@ class Plan:
         if spec.name == PRECONDITION:
             return before
         ahead = self._ahead.pop((kind, spec.name), None)
+        if ahead is not None and ahead.details.get("over_time"):
+            return ahead          # it ran, and its own call ran past the limit: the precondition took its word
         if not before.ok:
             first = before.message.splitlines()[0] if before.message else before.status
             return CheckRecord(spec.name, SKIP, f"not judged: the {PRECONDITION!r} precondition failed ({first})")
