@@ -28,7 +28,7 @@ from gradlab.execution.subject import (IGNORE_INDEX, SMOOTHING_EPSILON, accepts_
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.weights import load_reference, named_params, random_reference, reference_module
 from gradlab.numerics.repeatable import require_repeatable
-from gradlab.numerics.tolerance import IDIOM_EPS, SAFETY, loss_row_bounds, smoothing_bounds, tolerance
+from gradlab.numerics.tolerance import IDIOM_EPS, SAFETY, computed_dtype, loss_row_bounds, smoothing_bounds, tolerance
 
 # |student - reference| <= atol + rtol * (largest |reference| entry), rtol and atol from the
 # "forward" row of gradlab.numerics.tolerance. The reference is computed in float64 from the very
@@ -46,15 +46,19 @@ def _own_rounding(kind, cfg, ref, inputs, want, out):
     rtol: SAFETY x the largest difference between gradlab's reference run in that dtype, on the same weights
     and inputs, and in float64 (`want`). A well-conditioned forward rounds at ~eps of its scale, inside the
     table's bar; an ill-conditioned piece (a LayerNorm over 2 close features, d_model = 2) rounds far above
-    it, and the reference itself would not pass. 0.0 for float64."""
-    if out.dtype == np.float64 or out.dtype.kind != "f":
+    it, and the reference itself would not pass. A float64 output of float32 numbers computes in float32
+    (CONTRACT §6) and is measured so. 0.0 for float64."""
+    if out.dtype.kind != "f":
         return 0.0
-    low = reference_module(kind, cfg.replace(dtype=out.dtype.name))
+    dtype = computed_dtype([out], out.dtype)
+    if dtype == np.float64:
+        return 0.0
+    low = reference_module(kind, cfg.replace(dtype=np.dtype(dtype).name))
     weights = named_params(ref)
     try:
         for name, array in named_params(low).items():
             array[...] = weights[name]
-        rounded = low.forward(*[a.astype(out.dtype) if spec.role == "float" else a
+        rounded = low.forward(*[a.astype(dtype) if spec.role == "float" else a
                                 for spec, a in zip(kind.input_specs(), inputs)])
     except Exception:     # gradlab's own reference in a dtype it cannot run in: nothing measured
         return 0.0

@@ -82,3 +82,13 @@ def test_a_chaotic_setting_cannot_judge_a_correct_part(run, zoo):
     assert record.status == "skip", record.message
     assert "cannot judge at these settings: training the tiny batch is chaotic here" in record.message
     assert not result.passed
+
+
+def test_a_reference_curve_that_parts_under_one_rounding_unit_cannot_judge(run, zoo):
+    # d_model = 2 in float32 again: the reference moved by one rounding unit happened to reach its bar (0.096
+    # apart from its own curve, though), while this correct FFN, whose curve follows the reference's to 3e-7 for
+    # 12 steps, missed it: a curve that parts under one rounding unit is chaos, whether or not it reaches the bar
+    record = run("ffn", zoo("explore_ok_ffn_layers.py"), checks=["overfit"], seed=8, dtype="float32", seq_len=6,
+                 d_model=2, d_ff=8)["overfit"]
+    assert record.status == "skip", record.message
+    assert "chaotic here" in record.message and "parted from the first by up to" in record.message

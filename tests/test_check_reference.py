@@ -227,3 +227,11 @@ def test_an_ill_conditioned_float32_forward_is_allowed_what_the_reference_itself
     result = gradlab.check("block", checks=["reference"], seed=7, dtype="float32", batch_size=3, seq_len=3,
                            num_heads=1, d_model=2, d_ff=8)
     assert result["reference"].status == "pass", result["reference"].message
+
+
+def test_a_float64_output_of_float32_numbers_is_allowed_float32s_rounding(zoo):
+    # a LayerNorm computing in float32 whatever cfg.dtype says (CONTRACT §6), over 2 close features: its output
+    # is bitwise gradlab's reference run in float32, 2.9e-6 of the scale from the float64 one
+    result = gradlab.check("layernorm", impl=zoo("explore_ok_layernorm_float32_inside.py"), checks=["reference"],
+                           seed=6, d_model=2, eps=1e-8, batch_size=3, seq_len=8)
+    assert result["reference"].status == "pass", result["reference"].message
