@@ -1,4 +1,4 @@
-"""(Written by a helper hunting false alarms at --explore sizes.) FFN built from small layer objects (Dense, GELU, Dense), each layer keeping
+"""FFN built from small layer objects (Dense, GELU, Dense), each layer keeping
 its own W/b and dW/db attributes; the GELU derivative written with sech^2."""
 import numpy as np
 import gradlab

@@ -1,4 +1,4 @@
-"""(Written by a helper hunting false alarms at --explore sizes.) LayerNorm that does its arithmetic in float32 whatever cfg.dtype says
+"""LayerNorm that does its arithmetic in float32 whatever cfg.dtype says
 (a GPU-habit student: "float32 is enough"), casting the result back to the
 input's dtype. Params kept in cfg.dtype."""
 import numpy as np
