@@ -18,7 +18,7 @@ import os
 import re
 from collections import defaultdict
 
-from gradlab.grading.gradescope import max_by_kind, results_json
+from gradlab.grading.gradescope import results_json
 
 RESULTS, REPORT, RECORDS = "results.json", "report.html", "gradlab.json"
 
@@ -130,7 +130,7 @@ def _lean(kind_result):
 def write_class(out, graded, rubric, seed, version):
     """grades.csv and class.json from {student: results} (students in name order)."""
     kinds = list(rubric.kinds)
-    maximum = round(sum(max_by_kind(rubric).values()), 4)
+    maximum = rubric.max_score()
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow(["student", "score", "max_score"] + kinds)
@@ -184,7 +184,7 @@ def diagnosis_key(message):
 
 
 def summary_context(graded, records, rubric, seed, version):
-    maxima = round(sum(max_by_kind(rubric).values()), 4)
+    maxima = rubric.max_score()
     scores = sorted(r["score"] for r in graded.values())
     bins = 10
     counts = [0] * bins

@@ -169,7 +169,7 @@ class Progress:
 
 def print_table(stream, graded, rubric):
     kinds = list(rubric.kinds)
-    maximum = round(sum(outputs.max_by_kind(rubric).values()), 4)
+    maximum = rubric.max_score()
     names = sorted(graded)
     width = max([len("student")] + [len(n) for n in names])
     cols = [max(len(k), 7) for k in kinds]
