@@ -65,8 +65,3 @@ def _output(record, kind, check, impl, seed):
         text += "\nreplay: " + shlex.join(["gradlab", "check", kind, "--impl", file, "--checks", check,
                                           "--seed", str(seed)])
     return text
-
-
-def max_by_kind(rubric):
-    """{kind: its points}, rounded as the scores are (7 checks sharing 5 points sum to 4.999999999999999)."""
-    return {kind: round(sum(r.points for r in rules.values()), 4) for kind, rules in rubric.kinds.items()}
