@@ -120,6 +120,13 @@ def test_check_all_shape_and_every_registered_kind():
     assert len(result.checks) == sum(len(r["checks"]) for r in d["results"])
 
 
+def test_several_kinds_give_every_kind_s_result():
+    # "linear,softmax" gave linear's result alone: softmax's records (and a failure there) were dropped
+    result = gradlab.check("linear,softmax", checks="smoke", seed=0)
+    assert isinstance(result, RunResult) and [r.kind for r in result.results] == ["linear", "softmax"]
+    assert isinstance(gradlab.check("linear", checks="smoke", seed=0), KindResult)
+
+
 def test_overrides_and_checks_as_a_string():
     result = gradlab.check("attention", checks="gradient", seed=1, d_model=8, seq_len=3)
     assert [c.name for c in result.checks] == ["smoke", "gradient"]   # the precondition's record always comes first

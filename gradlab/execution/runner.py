@@ -18,8 +18,8 @@ __all__ = ["check", "run", "time_limit", "worker_limits", "PRECONDITION", "Plan"
 
 def check(kind, impl=None, checks=None, seed=None, timeout=None, on_record=None, isolate=None, limits=None,
           **overrides):
-    """Check one kind, or "all" the kinds `impl` registers. Returns a KindResult
-    (or a RunResult for "all"). Raises UsageError when the run cannot start.
+    """Check one kind, several ("attention,ffn"), or "all" the kinds `impl` registers. Returns a KindResult
+    (a RunResult for "all" or several kinds). Raises UsageError when the run cannot start.
     isolate: run the student's code in a worker process (None: yes for a file or a
     module name); limits: the worker's Limits (`timeout` overrides its timeout)."""
     if limits is None and threading.current_thread() is threading.main_thread():
@@ -31,7 +31,7 @@ def check(kind, impl=None, checks=None, seed=None, timeout=None, on_record=None,
             result = run(plan, on_record)
         finally:
             plan.close()        # stops the worker, and whatever it left running
-    return result if kind == "all" else result.results[0]
+    return result if kind == "all" or len(result.results) != 1 else result.results[0]
 
 
 def worker_limits(limits=None):
