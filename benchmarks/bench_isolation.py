@@ -17,15 +17,19 @@ Rows:
   into a worker on this machine at this load;
 - starting a worker (Python, NumPy, gradlab, importing the submission);
 - `gradlab check all` on the references, end to end, in-process and with --isolate,
-  and how many requests (round trips) the worker answers in it; with --isolate as
-  `gradlab.check` runs it (a spawned worker) and as the command line runs it (a
-  forked worker where zygote.refusal finds nothing against it: one thread, one
-  BLAS thread, i.e. OPENBLAS_NUM_THREADS=1 here; otherwise spawned, and the row says so).
+  and how many requests (round trips) the worker answers in it: kind after kind with
+  one worker, and in one lane per core (gradlab/execution/lanes.py: a forked copy of
+  gradlab's process per lane, each with a worker of its own, kinds handed out
+  heaviest first); each as `gradlab.check` runs it (spawned workers) and as the
+  command line runs it (forked workers where zygote.refusal finds nothing against
+  it: one thread, one BLAS thread, which the command line sets for itself; otherwise
+  spawned, and the row says so).
 
 The worker rows run as `gradlab check` and `gradlab.check` (from the main thread) run
 it: one worker at a time, so gradlab polls for a reply for up to 1 ms before it sleeps,
 and the worker for gradlab's next request for up to 20 ms (Limits.spin; protocol.Channel,
-IDLE_SPIN). Grading and pytest -n run several workers at once and do not poll.
+IDLE_SPIN). Lanes poll only with two cores per lane to spare; grading and pytest -n run
+several workers at once and do not poll.
 
 Medians of --repeats runs (at least GRADIENT_ROUNDS rounds for the gradient check). BLAS
 threads are whatever the environment says for the in-process side and 1 in the worker
@@ -151,7 +155,7 @@ def check_all_requests():
         return request(self, *args, **kwargs)
     remote.Session.request = counted
     try:
-        gradlab.check("all", seed=0, isolate=True)
+        gradlab.check("all", seed=0, isolate=True, workers=1)      # (in lanes, the lanes' processes send them)
     finally:
         remote.Session.request = request
     return count[0]
@@ -201,14 +205,18 @@ def main():
         worker.close()
     call_here = call_seconds(loader.reference(), r)
     floor = pipe_round_trip_seconds(r)
+    lanes = os.cpu_count() or 1
     all_here = median_time(lambda: gradlab.check("all", seed=0, isolate=False), max(1, r // 2))
-    all_there = median_time(lambda: gradlab.check("all", seed=0, isolate=True), max(1, r // 2))
+    all_there = median_time(lambda: gradlab.check("all", seed=0, isolate=True, workers=1), max(1, r // 2))
+    all_lanes = median_time(lambda: gradlab.check("all", seed=0, isolate=True), max(1, r // 2))
     from gradlab.execution import remote
     forked_before = remote.STARTS["forked"]
-    all_cli = median_time(lambda: gradlab.check("all", seed=0, isolate=True, limits=Limits(fork=True, spin=True)),
-                          max(1, r // 2))
+    cli = Limits(fork=True, spin=True)          # as `gradlab check` has it (cli.run_limits)
+    all_cli_one = median_time(lambda: gradlab.check("all", seed=0, isolate=True, limits=cli, workers=1),
+                              max(1, r // 2))
     cli_start = "forked" if remote.STARTS["forked"] > forked_before else "spawned: " + (
         remote.STARTS["reasons"][-1] if remote.STARTS["reasons"] else "?")
+    all_cli = median_time(lambda: gradlab.check("all", seed=0, isolate=True, limits=cli), max(1, r // 2))
     all_requests = check_all_requests()
 
     rows.append(("gradient check, attention B=2 T=16 D=64 H=4", f"{here * 1e3:.1f} ms ({here / fb:.1f}x fwd+bwd)",
@@ -221,10 +229,14 @@ def main():
     rows.append(("a bare pipe round trip between two processes (the floor of any call)", "-",
                  f"{floor * 1e6:.0f} us", "-"))
     rows.append(("starting a worker (Python + NumPy + gradlab + the submission)", "-", f"{started:.2f} s", "-"))
-    rows.append(("`gradlab check all` on the references, end to end", f"{all_here:.2f} s",
-                 f"{all_there:.2f} s ({all_requests:,} requests)", f"{all_there / all_here:.2f}x"))
-    rows.append((f"the same as `gradlab check all --isolate` runs it (its worker {cli_start})", f"{all_here:.2f} s",
-                 f"{all_cli:.2f} s", f"{all_cli / all_here:.2f}x"))
+    rows.append(("`gradlab check all` on the references, end to end: one worker, kind after kind (spawned)",
+                 f"{all_here:.2f} s", f"{all_there:.2f} s ({all_requests:,} requests)", f"{all_there / all_here:.2f}x"))
+    rows.append((f"the same in {lanes} lanes, as `gradlab.check` runs it (each lane's worker spawned)",
+                 f"{all_here:.2f} s", f"{all_lanes:.2f} s", f"{all_lanes / all_here:.2f}x"))
+    rows.append((f"as `gradlab check all --isolate --workers 1` runs it (its worker {cli_start})", f"{all_here:.2f} s",
+                 f"{all_cli_one:.2f} s", f"{all_cli_one / all_here:.2f}x"))
+    rows.append((f"as `gradlab check all --isolate` runs it: {lanes} lanes, each worker {cli_start}",
+                 f"{all_here:.2f} s", f"{all_cli:.2f} s", f"{all_cli / all_here:.2f}x"))
 
     header = ("| measurement | in gradlab's process | through a worker | ratio |\n|---|---:|---:|---:|")
     table = header + "\n" + "\n".join(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows)

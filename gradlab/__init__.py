@@ -20,6 +20,16 @@ if (not _os.path.isdir(_os.path.join(__path__[0], "modules"))
         and _os.path.isfile(_os.path.join(_checkout, "checks", "__init__.py"))):
     __path__.append(_checkout)
 
+# gradlab's command line (`python -m gradlab`, which imports this package with sys.argv[0] == "-m", or the
+# `gradlab` script) does small-array numerics and runs the student's code in worker processes: BLAS on one
+# thread here, unless the user's environment says otherwise. Set before NumPy loads OpenBLAS, which starts its
+# thread pool as it loads: the process then runs one thread, so it can fork its workers (execution/zygote.py)
+# and the lanes that check several kinds at once (execution/lanes.py).
+import sys as _sys  # noqa: E402
+if _sys.argv[:1] == ["-m"] or _os.path.basename(_sys.argv[0] if _sys.argv else "") == "gradlab":
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        _os.environ.setdefault(_var, "1")
+
 from gradlab.contract.config import Config  # noqa: E402
 from gradlab.contract.errors import CheckFailure, GradlabError, StudentError, UsageError
 from gradlab.contract.kinds import KINDS
@@ -30,14 +40,16 @@ __all__ = ["register", "check", "Config", "KINDS", "GradlabError", "UsageError",
 
 
 def check(kind, impl=None, checks=None, seed=None, isolate=None, **overrides):
-    """Run checks on one kind (or "all") and return a result with .passed,
-    .checks and .to_dict(). `impl` is a file path, a module name, the
+    """Run checks on one kind (several: "attention,ffn"; or "all") and return a result with .passed,
+    .checks (.results for several kinds) and .to_dict(). `impl` is a file path, a module name, the
     registered factory/function itself, or None for gradlab's reference.
 
     isolate: run the student's code in a worker process, judged from gradlab's
     own (None, the default: yes for a file or a module name; a factory passed as
     a Python object runs in this process). Also: timeout=SECONDS per call,
-    limits=gradlab.execution.limits.Limits(...) for the worker."""
+    limits=gradlab.execution.limits.Limits(...) for the worker, workers=N kinds
+    checked at a time through workers of their own (default: one per core from
+    the main thread of a single-threaded process; README "How fast")."""
     from gradlab.execution.runner import check as _check
     return _check(kind, impl=impl, checks=checks, seed=seed, isolate=isolate, **overrides)
 

@@ -40,6 +40,17 @@ def check_limit(flag, value):
     return value
 
 
+def check_workers(value, flag="--workers", does="checks no kind"):
+    """How many run at once (check: kinds, grade: submissions): None (one per core) or an int >= 1."""
+    if value is None:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise refuse(f"{flag} {shown(value)}", "must be a whole number", "give 1 or more")
+    if value < 1:
+        raise refuse(f"{flag} {shown(value)}", f"{does} at a time", "give 1 or more")
+    return value
+
+
 def refuse(what, problem, fix):
     """The one way an option is refused: `what` is the value as given
     ("--seed -5", "beta1=2"), `problem` what is wrong, `fix` what to write."""

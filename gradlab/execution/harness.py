@@ -78,6 +78,7 @@ class _CountingSink(io.TextIOBase):
 
 
 _sink = None   # a _CountingSink while quiet, else None (student output goes where it normally does)
+_forward = None   # in a lane (gradlab.execution.lanes): where output not swallowed goes instead of stdout
 
 
 def set_quiet(quiet):
@@ -92,11 +93,24 @@ def printed_lines():
     return _CountingSink.lines
 
 
+def count_printed(lines):
+    """Lines a lane's student code printed while quiet, added to this process's count."""
+    _CountingSink.lines += lines
+
+
+def forward_output(send):
+    """In a lane: student output that is shown goes to send(text) (the coordinator shows it in order)."""
+    global _forward
+    _forward = send
+
+
 def student_output(text):
     """What student code printed in a worker process: counted while quiet, else
     shown, as a print() in gradlab's own process would be."""
     if _sink is not None:
         _sink.write(text)
+    elif _forward is not None:
+        _forward(text)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -128,6 +128,7 @@ class Plan:
     loaded: object = None      # impl already loaded (loader.Implementation), to import a file once per process
     isolate: object = None     # run the student's code in a worker process (None: yes for files and module names)
     limits: object = None      # the worker's Limits (None: the defaults)
+    workers: int = 1           # kinds run at once, each through a worker of its own (None: one per core; lanes.py)
 
     def __post_init__(self):
         # every option is checked (gradlab/contract/options.py) before the file is imported or anything runs

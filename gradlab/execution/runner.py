@@ -7,7 +7,7 @@ import threading
 
 from gradlab.contract.records import RunResult
 from gradlab.contract import options
-from gradlab.execution import harness
+from gradlab.execution import harness, lanes
 from gradlab.execution.limits import Limits
 from gradlab.execution.plan import PRECONDITION, Plan, config_for, new_seed, rng_for, run_one
 
@@ -17,16 +17,21 @@ __all__ = ["check", "run", "time_limit", "worker_limits", "PRECONDITION", "Plan"
 
 
 def check(kind, impl=None, checks=None, seed=None, timeout=None, on_record=None, isolate=None, limits=None,
-          **overrides):
+          workers=None, **overrides):
     """Check one kind, several ("attention,ffn"), or "all" the kinds `impl` registers. Returns a KindResult
     (a RunResult for "all" or several kinds). Raises UsageError when the run cannot start.
     isolate: run the student's code in a worker process (None: yes for a file or a
-    module name); limits: the worker's Limits (`timeout` overrides its timeout)."""
-    if limits is None and threading.current_thread() is threading.main_thread():
+    module name); limits: the worker's Limits (`timeout` overrides its timeout); workers: kinds run at once
+    through workers of their own (None: one per core from the main thread, else 1; see lanes.py)."""
+    main = threading.current_thread() is threading.main_thread()
+    if limits is None and main:
         limits = Limits(spin=True)     # one run at a time (a thread pool of checks does not poll: Limits.spins)
+    if workers is None and not main:
+        workers = 1                    # (a thread pool of checks: each run in its own thread, one lane each)
+    options.check_workers(workers)
     with time_limit(timeout):   # importing the student's file is under the limit too
         plan = Plan(impl, kinds=kind, checks=checks, seed=seed, overrides=overrides, isolate=isolate,
-                    limits=worker_limits(limits))
+                    limits=worker_limits(limits), workers=workers)
         try:
             result = run(plan, on_record)
         finally:
@@ -40,7 +45,11 @@ def worker_limits(limits=None):
 
 
 def run(plan, on_record=None):
-    """Every planned kind of `plan`, in order: a RunResult."""
+    """Every planned kind of `plan`, in order: a RunResult. Through workers, several kinds at once where
+    plan.workers allows (gradlab/execution/lanes.py); the records are the same either way."""
+    n = lanes.lanes_for(plan, plan.workers)
+    if n > 1:
+        return lanes.run(plan, on_record, n)
     return RunResult([plan.run_kind(k, on_record) for k in plan.kind_list])
 
 

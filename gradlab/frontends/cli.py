@@ -72,6 +72,9 @@ def build_parser():
                    help=f"address space of the worker process (default {limits.DEFAULT_MEMORY_MB}; 0: none)")
     c.add_argument("--max-output", type=float, default=limits.DEFAULT_OUTPUT_MB, metavar="MB",
                    help=f"what your code may print (default {limits.DEFAULT_OUTPUT_MB:g}; 0: none)")
+    c.add_argument("--workers", type=int, metavar="N",
+                   help="kinds checked at a time, each with a worker process of its own (default: one per core; "
+                        "the records are shown in the same order either way)")
     c.add_argument("--json", metavar="PATH", help="write the result as JSON to PATH")
     c.add_argument("--report", nargs="?", const=True, metavar="PATH",
                    help="write a self-contained HTML report (default: reports/KIND.html, reports/all.html)")
@@ -197,6 +200,7 @@ def cmd_check(args):
             raise options.refuse(f"{flag} {path}", "it is the file being checked (--impl), which it would "
                                  "overwrite", "write the result to another file")
     run_limits_ = run_limits(args)
+    options.check_workers(args.workers)
     # where results go is fixed before any student code runs (code run in-process may os.chdir)
     json_path = os.path.abspath(args.json) if args.json is not None else None
     if report_path:
@@ -214,7 +218,7 @@ def cmd_check(args):
     try:
         with time_limit(args.timeout):   # importing the file is under the limit too
             plan = Plan(args.impl, kinds=args.kind, checks=args.checks, seed=args.seed, overrides=overrides,
-                        isolate=args.isolate, limits=worker_limits(run_limits_))
+                        isolate=args.isolate, limits=worker_limits(run_limits_), workers=args.workers)
             try:
                 progress = Progress(sys.stdout, plan)
                 outcome = run(plan, on_record)

@@ -61,8 +61,7 @@ def run(args):
 def cmd_grade(args):
     from gradlab.grading.job import Limits
     from gradlab.grading.run import grade_class
-    if args.workers is not None and args.workers < 1:
-        raise options.refuse(f"--workers {args.workers}", "grades no submission at a time", "give 1 or more")
+    options.check_workers(args.workers, does="grades no submission")
     args.seed = options.check_seed(args.seed)
     check_wall(args.timeout)
     limits = Limits() if args.timeout is None else Limits(wall=args.timeout)
