@@ -1,0 +1,156 @@
+"""Several kinds at once (gradlab/execution/lanes.py): the records, the output and the exit status of a run
+in lanes are those of the same run kind after kind; a lane the student's code kills costs only its kind.
+
+Lanes fork gradlab's process, which must then run one thread: pytest's (xdist's) does not, so every run here
+is a process of its own with OPENBLAS_NUM_THREADS=1, as gradlab's command line sets it for itself."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import gradlab
+from gradlab.contract.errors import UsageError
+
+HOSTILE = Path(__file__).parent / "zoo" / "hostile"
+ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+FAST_KINDS = "linear,softmax,cross_entropy,sgd,schedule"
+
+
+def cli(*args, cwd=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "gradlab", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout, env=ENV)
+
+
+def without_seconds(path):
+    result = json.loads(Path(path).read_text())
+    for kind in result["results"]:
+        for check in kind["checks"]:
+            check.pop("seconds")
+    return result
+
+
+LANES_USED = """
+import json, sys
+import gradlab
+from gradlab.execution import lanes
+used = []
+run = lanes.run
+lanes.run = lambda plan, on_record, n: used.append(n) or run(plan, on_record, n)
+result = gradlab.check(sys.argv[1], impl=sys.argv[2] or None, seed=3, isolate=True, workers=int(sys.argv[3]))
+print(json.dumps({"used": used, "passed": result.passed,
+                  "records": [[r.kind, c.name, c.status, c.message] for r in result.results for c in r.checks]}))
+"""
+
+
+def lanes_used(kinds, impl, workers):
+    run = subprocess.run([sys.executable, "-c", LANES_USED, kinds, impl, str(workers)], capture_output=True,
+                         text=True, env=ENV, timeout=120)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+def test_gradlab_check_runs_kinds_in_lanes_and_gives_the_same_records():
+    two, one = lanes_used(FAST_KINDS, "", 2), lanes_used(FAST_KINDS, "", 1)
+    assert two["used"] == [2] and one["used"] == []
+    assert two["records"] == one["records"] and two["passed"]
+    assert [r[0] for r in two["records"]][0] == "linear"       # the plan's order, not the order they ran in
+
+
+def test_the_command_line_shows_and_writes_the_same_in_lanes(tmp_path):
+    runs = {}
+    for n in (1, 2):
+        run = cli("check", FAST_KINDS, "--isolate", "--seed", "4", "--workers", str(n), "--json",
+                  str(tmp_path / f"{n}.json"))
+        assert run.returncode == 0, run.stdout + run.stderr
+        runs[n] = run.stdout
+    assert runs[1] == runs[2]
+    assert without_seconds(tmp_path / "1.json") == without_seconds(tmp_path / "2.json")
+
+
+def test_what_the_code_prints_is_shown_with_its_kind_as_kind_after_kind():
+    # -v: the softmax's prints among its own records; the layernorm's endless forward ends at its time limit
+    impl = str(HOSTILE / "loop_in_one_kind.py")
+    runs = [cli("check", "all", "--impl", impl, "--seed", "0", "--timeout", "1", "-v", "--workers", n)
+            for n in ("1", "2")]
+    assert runs[0].returncode == runs[1].returncode == 1
+    assert runs[0].stdout == runs[1].stdout
+    assert runs[1].stdout.count("softmax of") >= 5 and "ran past 1 s" in runs[1].stdout
+    quiet = cli("check", "all", "--impl", impl, "--seed", "0", "--timeout", "1", "--workers", "2")
+    assert "softmax of" not in quiet.stdout
+    assert f"(your code printed {runs[1].stdout.count('softmax of')} lines" in quiet.stdout
+
+
+def test_a_lane_killed_by_the_code_errs_its_kind_only(tmp_path):
+    # the cross-entropy kills the process judging it (its worker's parent): with lanes, a lane of gradlab's;
+    # its checks not yet judged are errors, never passes, and the softmax is judged as ever
+    out = tmp_path / "r.json"
+    run = cli("check", "all", "--impl", str(HOSTILE / "kills_its_judge.py"), "--seed", "0", "--workers", "2",
+              "--json", str(out))
+    assert run.returncode == 1, run.stdout + run.stderr
+    result = {r["kind"]: r for r in json.loads(out.read_text())["results"]}
+    assert result["softmax"]["passed"]
+    ce = result["cross_entropy"]["checks"]
+    assert [c["name"] for c in ce] == [s.name for s in gradlab.execution.plan.Plan(kinds="cross_entropy")
+                                       .checks_for("cross_entropy")]
+    lost = [c for c in ce if c["status"] == "error"]
+    assert lost and all("ended (killed by signal 9) before the kind was done; not judged" in c["message"]
+                        for c in lost)
+
+
+@pytest.mark.parametrize("group", [True, False], ids=["terminal", "kill-pid"])
+def test_ctrl_c_stops_every_lane_and_its_worker(group):
+    proc = subprocess.Popen([sys.executable, "-m", "gradlab", "check", "all", "--impl",
+                             str(HOSTILE / "loop_in_one_kind.py"), "--timeout", "60", "--workers", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+                            start_new_session=True)
+    time.sleep(3)                              # the lanes and their workers run; one is in the endless forward
+    tree = _descendants(proc.pid)
+    assert len(tree) >= 3, tree                # two lanes, at least one worker
+    if group:
+        os.killpg(proc.pid, signal.SIGINT)     # as a terminal's Ctrl-C: to the whole foreground group
+    else:
+        os.kill(proc.pid, signal.SIGINT)       # to gradlab's own process alone: it stops the lanes
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and err.strip() == "gradlab: interrupted"
+    time.sleep(0.2)
+    assert not [pid for pid in tree if os.path.exists(f"/proc/{pid}") and _state(pid) != "Z"]
+
+
+def test_workers_must_be_a_whole_number_of_one_or_more():
+    for value in ("0", "-1"):
+        run = cli("check", "all", "--workers", value)
+        assert run.returncode == 2 and run.stderr.count("\n") == 1
+        assert f"--workers {value}: checks no kind at a time; give 1 or more" in run.stderr
+    with pytest.raises(UsageError, match="checks no kind at a time"):
+        gradlab.check("all", workers=0)
+
+
+def _descendants(pid):
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _state(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
