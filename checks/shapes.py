@@ -119,6 +119,7 @@ def _module_rows(subject, rng, rows, notes):
     try:
         if not subject.no_backward:
             dx = subject.run("backward", module.backward, g)
+            subject.history.backward_worked = True
     except StudentError as e:
         if not subject.not_implemented(e):
             if out_ok:

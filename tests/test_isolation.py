@@ -96,6 +96,16 @@ def test_hostile_behaviour_is_an_error_verdict(name, words):
     next_submission_unaffected()
 
 
+@pytest.mark.parametrize("isolate", [True, False], ids=["worker", "in-process"])
+def test_not_implemented_only_when_judged_is_an_error_not_a_skip(isolate):
+    # its backward returned gradients in the checks before: no forward-only module, whatever it raises later
+    result = gradlab.check("layernorm", impl=hostile("not_implemented_when_judged"), seed=0, isolate=isolate,
+                           checks="shapes,gradient", timeout=5)
+    gradient = result["gradient"]
+    assert not result.passed and gradient.status == "error", gradient.message
+    assert "returned gradients earlier in this run, so this is no forward-only module's backward" in gradient.message
+
+
 def test_deep_recursion_is_an_error_verdict():
     # Python 3.11 recurses in the heap: the time or the memory limit ends it, whichever comes first
     result = check("deep_recursion")

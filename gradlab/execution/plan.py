@@ -37,7 +37,7 @@ from gradlab.contract.kinds import KINDS, get_kind
 from gradlab.contract.records import ERROR, FAIL, PASS, PRECONDITION, SKIP, CheckRecord, KindResult
 from gradlab.contract.registry import Registration
 from gradlab.execution import harness, loader
-from gradlab.execution.subject import Subject
+from gradlab.execution.subject import History, Subject
 
 
 
@@ -152,6 +152,7 @@ class Plan:
                     self.registration(kind)      # a UsageError naming what the file does register
                 self.kind_list = [k for k in KINDS if k in asked]
             self._configs = {}
+            self._histories = {}      # kind -> what its checks saw so far (Subject.history)
             self._preconditions = {}
             self._ahead = {}          # (kind, check name) -> the record of a check run before its precondition
             for kind in self.kind_list:   # every kind's sizes, before any kind runs
@@ -188,7 +189,7 @@ class Plan:
 
     def subject(self, kind):
         return Subject(get_kind(kind), self.registration(kind), self.config(kind), self.loaded.name,
-                       self.loaded.files)
+                       self.loaded.files, self._histories.setdefault(kind, History()))
 
     # ---- running -----------------------------------------------------------------
     def precondition(self, kind, first=None):

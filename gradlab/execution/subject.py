@@ -31,8 +31,16 @@ class Seen:
         self.grads = set()
 
 
+class History:
+    """What earlier checks of the same run saw of this registration (Plan.subject hands every Subject of a kind
+    the same one): a backward that returned gradients once is no forward-only module's."""
+
+    def __init__(self):
+        self.backward_worked = False
+
+
 class Subject:
-    def __init__(self, kind, registration, cfg, impl_name="reference", files=()):
+    def __init__(self, kind, registration, cfg, impl_name="reference", files=(), history=None):
         self.kind = kind                  # KindSpec
         self.registration = registration  # Registration
         self._cfg = cfg
@@ -48,11 +56,12 @@ class Subject:
         self.batched = self.remote    # calls go in batches (forwards, backward reading ahead): a worker's module,
                                       # or a rehearsal of one (execution/rehearsal.py)
         self.seen = Seen()            # what this Subject's calls have shown (the precondition may be read from it)
+        self.history = history or History()     # what the run's earlier checks saw
 
     def with_cfg(self, cfg):
         """The same implementation under another cfg (a check's own sizes or settings): a new Subject, which
         reads the module's sizes again when cfg leaves them open."""
-        return Subject(self.kind, self.registration, cfg, self.impl_name, self.files)
+        return Subject(self.kind, self.registration, cfg, self.impl_name, self.files, self.history)
 
     @property
     def cfg(self):
@@ -218,6 +227,7 @@ class Subject:
                 raise
             raise CheckSkipped(self.skip_reason()) from None
         wanted = self.kind.grad_inputs()
+        self.history.backward_worked = True
         if not wanted:
             self.seen.backward = True
             return ()
@@ -240,10 +250,16 @@ class Subject:
 
     def not_implemented(self, error):
         """True (and the module noted as forward-only) when a StudentError from
-        backward is its NotImplementedError (raised here, or in the worker process)."""
+        backward is its NotImplementedError (raised here, or in the worker process).
+        False for one whose backward returned earlier in the run (History): no
+        forward-only module's, so an error of this call, and its message says why."""
         cause, remote = error.__cause__, remote_module()
         if not (isinstance(cause, NotImplementedError) or remote is not None
                 and isinstance(cause, remote.RemoteException) and cause.info.get("not_implemented")):
+            return False
+        if self.history.backward_worked:      # then it is no forward-only module: an error of this call
+            error.args = (f"{error.args[0]}; it returned gradients earlier in this run, so this is no forward-only "
+                          "module's backward (one raises it every time)",) + error.args[1:]
             return False
         self.no_backward = "backward() raised NotImplementedError" + (f" at {error.where}" if error.where else "")
         return True
