@@ -192,6 +192,15 @@ def test_json_for_one_kind(tmp_path, capsys):
     assert d["checks"][1]["metrics"]["worst_tensor"] == "out_weight"
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (a full disk)")
+def test_a_result_that_cannot_be_written_after_the_run_is_one_line_exit_2(capsys):
+    # the probe before the run writes nothing, so a full disk showed as a traceback after the checks
+    code, out, err = run_main(capsys, "check", "softmax", "--checks", "smoke", "--seed", "0", "--json", "/dev/full")
+    assert code == 2 and "PASS" in out
+    assert err.strip() == ("gradlab: error: --json /dev/full: could not be written after the checks ran (No space "
+                           "left on device); free space there or choose another path")
+
+
 def test_json_for_check_all(tmp_path, capsys):
     target = tmp_path / "all.json"
     code, out, _ = run_main(capsys, "check", "all", "--impl", str(EXAMPLES / "student_modules.py"),

@@ -4,6 +4,7 @@ correct, buggy, missing-kind, syntax-error, notebook and hostile students
 Each student's scores, the Gradescope format, resume, the Dask path, the
 autograder zip and the rubric's one-line errors."""
 import csv
+import io
 import json
 import os
 import pathlib
@@ -234,11 +235,15 @@ def test_the_cli_exit_codes_and_a_wrong_rubric_in_one_line(tmp_path, capsys):
         ("[attention.checks.gradient]\npoints = 3\npartial = true\n", "partial credit is for checks"),
         ("[attention]\npoints = 2\n[attention.checks]\ngradient = 3\n", "attention.points is 2 but"),
         ("[attention\n", "not valid TOML"),
+        (b"\xff\xfe[attention]\n", "not UTF-8 text"),      # a traceback (UnicodeDecodeError) before
     ]:
-        bad.write_text(text)
+        bad.write_bytes(text) if isinstance(text, bytes) else bad.write_text(text)
         code = main(["grade", str(subs), "--rubric", str(bad), "--out", str(tmp_path / "o")])
         err = capsys.readouterr().err
         assert code == 2 and words in err and len(err.strip().splitlines()) == 1, (text, err)
+    code = main(["grade", str(subs), "--rubric", "/dev/zero", "--out", str(tmp_path / "o")])   # it hung, reading
+    err = capsys.readouterr().err
+    assert code == 2 and "not a regular file" in err and len(err.strip().splitlines()) == 1, err
     assert main(["grade", str(tmp_path / "nope"), "--kinds", "attention", "--out", str(tmp_path / "o")]) == 2
     assert main(["grade", str(subs), "--kinds", "atention", "--out", str(tmp_path / "o")]) == 2
     assert main(["grade", str(subs), "--out", str(tmp_path / "o")]) == 2
@@ -253,6 +258,34 @@ def test_the_cli_exit_codes_and_a_wrong_rubric_in_one_line(tmp_path, capsys):
         err = capsys.readouterr().err
         assert words in err and len(err.strip().splitlines()) == 1, err
     assert not (subs / "grades").exists() and not (tmp_path / "o").exists()
+
+
+def test_links_and_special_files_in_a_class_folder_are_not_read(tmp_path):
+    # followed, a link graded a classmate's file (or gradlab's own reference) as this student's, /dev/zero ran
+    # the grader out of memory, and a FIFO blocked it forever before anyone was graded
+    from gradlab.grading.submissions import discover
+    subs = tmp_path / "class"
+    (subs / "bob").mkdir(parents=True)
+    (subs / "bob" / "b.py").write_text(MODULES)
+    (subs / "alice").mkdir()
+    (subs / "alice" / "mine.py").symlink_to(subs / "bob" / "b.py")
+    (subs / "alice" / "lib").symlink_to(subs / "bob", target_is_directory=True)
+    (subs / "alice" / "own.py").write_text("x = 1\n")
+    (subs / "carol.py").symlink_to(subs / "bob" / "b.py")
+    (subs / "dave").mkdir()
+    os.mkfifo(subs / "dave" / "pipe.py")
+    (subs / "erin.py").symlink_to("/dev/zero")
+    ignored = []
+    entries = {e.student: e for e in discover(str(subs), ignored=ignored)}
+    assert sorted(entries) == ["alice", "bob", "dave"]
+    assert list(entries["alice"].files) == ["own.py"]
+    assert sorted(entries["alice"].skipped) == [("lib", "a symbolic link to a folder: not followed"),
+                                                ("mine.py", "a symbolic link: not followed")]
+    assert entries["dave"].files == {} and entries["dave"].skipped == (("pipe.py", "not a regular file"),)
+    assert sorted(ignored) == ["carol.py (a symbolic link: not followed)", "erin.py (a symbolic link: not followed)"]
+    grade_class(str(subs), str(tmp_path / "out"), kinds="layernorm", seed=SEED, workers=1, stream=io.StringIO())
+    notes = json.loads((tmp_path / "out" / "alice" / "gradlab.json").read_text())["notes"]
+    assert "mine.py: not graded, a symbolic link: not followed" in notes
 
 
 def test_rubric_points_visibility_and_partial_credit(tmp_path):

@@ -4,6 +4,7 @@ Exit status: 0 every check passed; 1 a check failed or the student's code
 raised inside a check, or nothing was judged (every check skipped); 2 the command could not run (the message says what to fix).
 """
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -245,15 +246,28 @@ def cmd_check(args):
     if printed:
         print(f"(your code printed {printed} lines while it was checked; -v shows them)")
     if json_path:
-        with open(json_path, "w") as fh:
-            json.dump(result.to_dict(), fh, indent=2)
+        with _writing("--json", args.json):
+            with open(json_path, "w") as fh:
+                json.dump(result.to_dict(), fh, indent=2)
     if report_path:
         from gradlab.frontends.report import write_report   # jinja2 and matplotlib: only when a report is asked for
-        write_report(result, report_path, replay=plan.replay())
+        with _writing("--report", report_shown):
+            write_report(result, report_path, replay=plan.replay())
         print(f"report: {report_shown}")
     if not result.passed:
         print(f"replay with: {plan.replay() or f'--seed {kind_results[0].seed}'}")
     return 0 if result.passed else 1
+
+
+@contextlib.contextmanager
+def _writing(flag, shown):
+    """A result file that fails to be written after the run (a full disk: the probe before the run
+    writes nothing): one line, exit 2, as any option that cannot be honoured."""
+    try:
+        yield
+    except OSError as e:
+        raise options.refuse(f"{flag} {shown}", f"could not be written after the checks ran "
+                             f"({e.strerror or e})", "free space there or choose another path") from None
 
 
 def cmd_explore(args, overrides, run_limits_=None):

@@ -90,6 +90,7 @@ def grade_submission(entry, kinds, rubric, seed, limits=Limits(), *, workdir=Non
         folder = os.path.join(root, entry.student)
         files, named, notes, broken = _materialise(entry, folder)
         result = StudentResult(entry.student, entry.digest(), sorted(entry.files), notes=notes)
+        result.notes += [f"{path}: not graded, {why}" for path, why in entry.skipped]
         if not entry.files:
             archive = any(o.lower().endswith((".zip", ".tar", ".gz", ".tgz", ".7z", ".rar")) for o in entry.others)
             broken["(submission)"] = "the submission holds no .py or .ipynb file" + (

@@ -22,6 +22,7 @@ import difflib
 import hashlib
 import json
 import math
+import os
 import sys
 from dataclasses import asdict, dataclass, field
 
@@ -133,6 +134,8 @@ def _read_toml(path):
         import tomllib
     else:   # pragma: no cover - Python 3.10
         import tomli as tomllib
+    if os.path.exists(path) and not os.path.isdir(path) and not os.path.isfile(path):
+        raise UsageError(f"--rubric {path}: not a regular file (a device or a pipe); give the rubric's .toml file")
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
@@ -140,8 +143,12 @@ def _read_toml(path):
         raise UsageError(f"--rubric {path}: no such file") from None
     except IsADirectoryError:
         raise UsageError(f"--rubric {path}: is a folder; give the rubric's .toml file") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); save it as UTF-8") from None
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: not valid TOML: {e}") from None
+    except OSError as e:
+        raise UsageError(f"--rubric {path}: cannot be read ({e.strerror})") from None
 
 
 def _kind_rules(kind, table, default_vis, where):

@@ -14,6 +14,7 @@ from gradlab.contract.errors import UsageError
 
 SUFFIXES = (".py", ".ipynb")
 SKIP_DIRS = {"__pycache__", ".ipynb_checkpoints", ".git"}
+MAX_FILE_MB = 64        # a .py or .ipynb larger than this is no submission's (a notebook with plots: a few MB)
 
 
 @dataclass
@@ -21,6 +22,7 @@ class Entry:
     student: str
     files: dict = field(default_factory=dict)     # relative path -> bytes
     others: tuple = ()                            # a few of its folder's other files (a .zip, a .txt), to be told
+    skipped: tuple = ()                           # (relative path, why) of .py/.ipynb files not read (_unreadable)
 
     def digest(self):
         h = hashlib.sha256()
@@ -51,9 +53,14 @@ def discover(folder, exclude=(), ignored=None):
         path = os.path.join(folder, name)
         if os.path.abspath(path) in exclude:
             continue
-        others = ()
+        others, skipped = (), ()
+        why = _unreadable(path)
+        if why is not None and (os.path.isdir(path) or name.endswith(SUFFIXES)):
+            if ignored is not None:
+                ignored.append(f"{name} ({why})")
+            continue
         if os.path.isdir(path):
-            student, (files, others) = name, _folder_files(path)
+            student, (files, others, skipped) = name, _folder_files(path)
         elif name.endswith(SUFFIXES):
             student, files = os.path.splitext(name)[0], {name: _read(path)}
         else:
@@ -66,24 +73,54 @@ def discover(folder, exclude=(), ignored=None):
         if student in entries:
             raise UsageError(f"{folder}: {where[student]} and {name} are both student {student!r}; "
                              "rename or remove one")
-        entries[student], where[student] = Entry(student, files, others), name
+        entries[student], where[student] = Entry(student, files, others, skipped), name
     if not entries:
         raise UsageError(f"{folder}: no submissions (expected one sub-folder or .py/.ipynb file per student)")
     return list(entries.values())
 
 
 def _folder_files(root):
-    """({relative path: bytes} of its .py and .ipynb files, (up to 5 of its other files' relative paths))."""
-    files, others = {}, []
-    for here, dirs, names in os.walk(root):
+    """({relative path: bytes} of its .py and .ipynb files, (up to 5 of its other files' relative paths),
+    ((relative path, why) of the .py and .ipynb files not read: _unreadable))."""
+    files, others, skipped = {}, [], []
+    for here, dirs, names in os.walk(root):          # (a linked folder is listed, not entered)
+        for d in sorted(dirs):
+            if os.path.islink(os.path.join(here, d)) and d not in SKIP_DIRS and not d.startswith("."):
+                skipped.append((os.path.relpath(os.path.join(here, d), root).replace(os.sep, "/"),
+                                "a symbolic link to a folder: not followed"))
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
         for name in sorted(names):
             path = os.path.join(here, name)
+            relative = os.path.relpath(path, root).replace(os.sep, "/")
             if name.endswith(SUFFIXES) and not name.startswith("."):
-                files[os.path.relpath(path, root).replace(os.sep, "/")] = _read(path)
+                why = _unreadable(path)
+                if why is None:
+                    files[relative] = _read(path)
+                else:
+                    skipped.append((relative, why))
             elif not name.startswith(".") and len(others) < 5:
-                others.append(os.path.relpath(path, root).replace(os.sep, "/"))
-    return files, tuple(others)
+                others.append(relative)
+    return files, tuple(others), tuple(skipped)
+
+
+def _unreadable(path):
+    """Why a submission's file or folder is not read (None: it is). A symbolic link is not followed (it may
+    lead to a classmate's files, gradlab's own reference or a device); only regular files are read (a FIFO
+    blocks the reader, /dev/zero never ends), up to MAX_FILE_MB."""
+    if os.path.islink(path):
+        return "a symbolic link: not followed"
+    if os.path.isdir(path):
+        return None
+    try:
+        info = os.stat(path)
+    except OSError as e:
+        return f"cannot be read ({e.strerror})"
+    import stat
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    if info.st_size > MAX_FILE_MB << 20:
+        return f"larger than {MAX_FILE_MB} MB"
+    return None
 
 
 def _read(path):
