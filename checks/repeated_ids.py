@@ -143,17 +143,28 @@ def repeated_ids(subject, rng):
         cells = _occurrences(ids, token)
         overwrite = ""
         control = ", while ids that occur once are right" if any(r not in repeated for r in rows) else ""
-        if how.startswith("the exact"):
-            kept = [c for c in cells if np.allclose(got[token], g[c].astype(np.float64), atol=0,
-                                                    rtol=tolerance("exact_sum", dtype).rtol)]
-            if kept:
-                overwrite = f" (it equals the upstream gradient at {kept[-1]} alone)"
+        held = _occurrences_held(got[token], g, cells, tolerance("exact_sum", dtype).rtol) \
+            if how.startswith("the exact") else None
+        if held is not None and len(held) == 1:
+            overwrite = f" (it equals the upstream gradient at {held[0]} alone)"
         counts = {r: int(np.sum(ids == r)) for r in bad_repeated}
         mean = all(np.allclose(got[r] * counts[r], expected[r], rtol=10 * tol, atol=tol * scale) for r in bad_repeated)
-        cause = ("It is their mean (divided by how often the id occurs): each occurrence adds its own gradient; "
-                 "keep np.add.at(dW, ids, g) and drop the division by the count" if mean else
-                 "This is an overwrite instead of np.add.at: dW[ids] = g (or dW[ids] += g, which NumPy does not "
-                 "accumulate for repeated indices) keeps one occurrence; use np.add.at(dW, ids, g)")
+        if mean:
+            cause = ("It is their mean (divided by how often the id occurs): each occurrence adds its own gradient; "
+                     "keep np.add.at(dW, ids, g) and drop the division by the count")
+        elif held is not None and len(held) > 1:
+            left = [c for c in cells if c not in held]
+            cause = (f"It holds the gradients of {len(held)} of the {len(cells)} occurrences, without those at "
+                     f"{left}: backward adds over part of the positions only (a slice such as ids[:, :-1], or a "
+                     "loop that stops one short?); np.add.at(dW, ids, g) over every position")
+        elif how.startswith("the exact") and not held:
+            cause = ("It is neither one occurrence's gradient nor a sum of some of them: every occurrence adds "
+                     "its own upstream gradient, np.add.at(dW, ids, g)")
+        else:
+            cause = ("This is an overwrite instead of np.add.at: dW[ids] = g (or dW[ids] += g, which NumPy does not "
+                     "accumulate for repeated indices) keeps one occurrence; use np.add.at(dW, ids, g)" if held else
+                     "The usual cause: an overwrite instead of np.add.at, dW[ids] = g (or dW[ids] += g, which "
+                     "NumPy does not accumulate for repeated indices); use np.add.at(dW, ids, g)")
         raise CheckFailure(
             f"{kind.name}: gradient of {table.name!r} row {token} is wrong: token id {token} appears "
             f"{len(cells)} times in the batch, at {cells}, and its row must be the sum of the {len(cells)} "
@@ -171,6 +182,20 @@ def repeated_ids(subject, rng):
         f"{kind.name}: gradient of {table.name!r} row {row} is wrong (error {wrong[row]:.3g} of the gradient's "
         f"scale, tolerance {tol:.0e}), also for ids that occur only once, so repeated ids are not the (only) "
         "problem: see the gradient check", metrics)
+
+
+def _occurrences_held(row, g, cells, rtol):
+    """The occurrences (cells of ids) whose upstream gradients add up to `row`, an embedding table's row,
+    the smallest such set first; None when no set of them does (or there are too many to try)."""
+    import itertools
+    if len(cells) > 8:
+        return None
+    parts = [g[c].astype(np.float64) for c in cells]
+    for k in range(1, len(cells)):
+        for chosen in itertools.combinations(range(len(cells)), k):
+            if np.allclose(row, sum(parts[i] for i in chosen), atol=0, rtol=rtol):
+                return [cells[i] for i in chosen]
+    return []
 
 
 def _numeric_rows(subject, module, ids, g, W, rows, dtype):

@@ -91,6 +91,16 @@ def test_a_mean_over_occurrences_is_named_not_called_an_overwrite(run, zoo, dtyp
         assert "drop the division" in record.message, record.message
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_row_holding_some_occurrences_is_not_called_an_overwrite(run, zoo, seed):
+    # the last position left out: "an overwrite ... keeps one occurrence" was said of a row holding two of three
+    record = run("embedding", zoo("diag_bad_embedding_drop_last_position.py"), ["repeated_ids"],
+                 seed=seed)["repeated_ids"]
+    assert record.status == "fail", record.message
+    assert "overwrite" not in record.message and "keeps one occurrence" not in record.message, record.message
+    assert "It holds the gradients of" in record.message or "is exactly 0" in record.message, record.message
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_a_zeroed_padding_row_is_caught_on_every_seed_and_named(run, zoo, seed):
     # id 0 is in every batch: a random batch of 10 ids from 11 left it out on 2 seeds of 3, and the bug passed

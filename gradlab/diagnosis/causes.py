@@ -60,9 +60,14 @@ def _transposed(kind, name, a, n, context, cfg, what):
 
 
 def _token_counts(kind, a, context, cfg):
-    """How often each token id occurs in the input, when `a` is a (V, D) table of a
-    token kind (None otherwise): the rows the lookup path reaches."""
-    counts = _id_counts(a, context, cfg) if kind.has(TOKEN_IDS) else []
+    """How often each token id occurs in the input, when `a` is a (V, D) table of a token kind whose output
+    is logits over the vocabulary (None otherwise): the rows the lookup path reaches, beside the tied output
+    projection's, which reaches every row. (A plain embedding's rows of absent ids get no gradient at all.)"""
+    try:
+        tied = cfg is not None and tuple(kind.output_shape(cfg))[-1:] == (cfg.vocab_size,)
+    except (AttributeError, TypeError, ValueError):
+        tied = False
+    counts = _id_counts(a, context, cfg) if kind.has(TOKEN_IDS) and tied else []
     return counts[0] if counts else None
 
 
@@ -84,15 +89,17 @@ PADDING_HABIT = (" (PyTorch's padding_idx=0 habit? CONTRACT §3's embedding has 
 def _repeated_ids(kind, name, a, n, context, cfg, what):
     scale = max(float(np.abs(n).max()), 1e-30)
     bad_rows = {int(r) for r in np.nonzero(np.abs(a - n).max(axis=1) > MATCH * scale)[0]} if a.ndim == 2 else set()
+    seen = next((c for c in _id_counts(a, context, cfg) if bad_rows <= {int(r) for r in np.nonzero(c > 0)[0]}),
+                None)
+    if seen is not None and bad_rows and not np.any(a[sorted(bad_rows)]):
+        rows = sorted(bad_rows)[:4]
+        return (f"{what} is exactly 0 at the rows of token ids {rows}, which occur in the input: backward never "
+                "adds to them" + (PADDING_HABIT if 0 in bad_rows else ""))
     counts = next((c for c in _id_counts(a, context, cfg) if bad_rows <= {int(r) for r in np.nonzero(c > 1)[0]}),
                   None)
     if counts is None:
         return None
     repeated = {int(r) for r in np.nonzero(counts > 1)[0]}
-    if bad_rows and not np.any(a[sorted(bad_rows)]):
-        rows = sorted(bad_rows)[:4]
-        return (f"{what} is exactly 0 at the rows of token ids {rows}, which occur in the input: backward never "
-                "adds to them" + (PADDING_HABIT if 0 in bad_rows else ""))
     if bad_rows and bad_rows <= repeated:
         rows = sorted(bad_rows)[:4]
         bad = sorted(bad_rows)
