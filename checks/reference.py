@@ -26,7 +26,7 @@ from gradlab.execution.subject import (IGNORE_INDEX, SMOOTHING_EPSILON, accepts_
                                       call_softmax, copies, loss_inputs, loss_options, takes_ignore_index,
                                       with_ignored)
 from gradlab.contract.suite import Outcome, check
-from gradlab.execution.weights import load_reference, named_params, random_reference, reference_module
+from gradlab.execution.weights import BY_SHAPE, load_reference, named_params, random_reference, reference_module
 from gradlab.numerics.repeatable import require_repeatable
 from gradlab.numerics.tolerance import IDIOM_EPS, SAFETY, computed_dtype, loss_row_bounds, smoothing_bounds, tolerance
 
@@ -124,7 +124,10 @@ def _module(subject, rng):
     raise CheckFailure(
         f"{kind.name}: forward output differs from gradlab's reference with the same weights: worst at {where}: "
         f"got {tg}, reference {tr} (|diff| {r['abs_error']:.2e}, allowed {r['allowed']:.1e}: {tol.describe()} "
-        f"of the output scale {r['scale']:.3g}){attn_note}" + (f"; {hint}" if hint else ""),
+        f"of the output scale {r['scale']:.3g}){attn_note}" + (f"; {hint}" if hint else "")
+        + (f". The weights were {how}: if that pairs the wrong layers (a weight stored as (d_out, d_in), used as "
+           "x @ W.T, has the shape of the other layer's), register a param_map function that copies each "
+           "ref[...] (transposed: .T) into its parameter" if how.startswith(BY_SHAPE) else ""),
         metrics, details)
 
 

@@ -39,6 +39,10 @@ def test_eps_added_to_the_std_is_named_in_both_dtypes(run, zoo, dtype):
     ("block", "ref_block_postln.py", ["Post-LN", "Pre-LN"]),
     ("linear", "ref_linear_scaled.py", ["2 x the reference", "factor 2"]),
     ("linear", "ref_linear_transposed.py", ["'weight'", "(20, 12)", "(12, 20)", "transposed", "param_map"]),
+    # PyTorch's (d_out, d_in) layout under names that say nothing: the shapes pair each layer with the other's
+    # weight, and the message blamed forward alone
+    ("ffn", "ref_bad_ffn_torch_layout_no_map.py", ["matched by their shapes alone (first <- w2", "(d_out, d_in)",
+                                                   "param_map function"]),
     ("softmax", "ref_softmax_axis.py", ["softmax", "axis 0", "last axis"]),
     ("attention", "ref_bad_attention_scale_precedence.py", ["position 0 is right", "attends to itself alone",
                                                             "1/sqrt(d_k) scale"]),

@@ -41,6 +41,7 @@ CORRECT = [
     ("style_head_lists.py", "attention"),
     ("style_params_tree.py", "ffn"),
     ("style_namespace_children.py", "ffn"),
+    ("style_torch_module_internals.py", "ffn"),
 ]
 FORWARD_ONLY = {("style_forward_only.py", "attention"): "raised NotImplementedError",
                 ("style_forward_only.py", "layernorm"): "has no backward() method"}
@@ -69,6 +70,7 @@ BROKEN = [
     # parameters gradlab did not find would be skipped silently: each twin's bug is in one of them
     ("style_head_lists_bad.py", "attention", "gradient", ["'W_k.", "is wrong"]),
     ("style_params_tree_bad.py", "ffn", "gradient", ["'c_fc.", "is wrong"]),
+    ("style_torch_module_internals_bad.py", "ffn", "gradient", ["'_modules.fc", ".bias'", "mean over the 10 tokens"]),
     # both biases are means: the worse one is named first, by seed, each with its own right sentence
     ("style_namespace_children_bad.py", "ffn", "gradient",
      ["'down.b'", "'up.b'", ("'down.b' is the mean over the 10 tokens", "a mean where a sum belongs")]),

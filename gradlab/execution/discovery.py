@@ -240,6 +240,8 @@ class _Search:
                 for key, item in items:
                     if _param_field(item) and self._at_build(_param_array(item)):
                         self._entry(obj, f"{prefix}{attr}.{key}", item, None)
+                    elif _carries_grad(item) and self._at_build(item):     # a torch-like _parameters dict's
+                        self.add(obj, f"{prefix}{attr}.{key}", item, ("param", item, _grad_field(item)))
                 # arrays kept per head (W_q[h], its gradient in dW_q[h]): a container of the same kind beside it
                 gname = _partner(attr, attrs, dict if isinstance(value, dict) else (list, tuple))
                 if gname and all(isinstance(v, np.ndarray) and v.dtype.kind == "f" and self._at_build(v)
@@ -253,9 +255,8 @@ class _Search:
                 continue
             if not self._at_build(value):
                 continue
-            field = _grad_field(value) if type(value) is not np.ndarray else None
-            if field:               # an ndarray subclass carrying its own gradient (a tiny autograd's Tensor)
-                self.add(obj, prefix + attr, value, ("param", value, field))
+            if _carries_grad(value):     # an ndarray subclass carrying its own gradient (a tiny autograd's Tensor)
+                self.add(obj, prefix + attr, value, ("param", value, _grad_field(value)))
                 continue
             gname = _partner(attr, attrs)
             if gname:
@@ -264,6 +265,12 @@ class _Search:
                 self.add(obj, prefix + attr, value, ("dict", lambda o=obj: _grads_mapping(o), attr))
             elif self.forward_only and not _is_gradient_name(attr, attrs):
                 self.add(obj, prefix + attr, value, ("none",))
+
+
+def _carries_grad(value):
+    """An ndarray subclass of floats carrying its own gradient (.grad / .gradient, None until backward)."""
+    return isinstance(value, np.ndarray) and type(value) is not np.ndarray and value.dtype.kind == "f" \
+        and _grad_field(value) is not None
 
 
 def _partner(attr, attrs, holds=np.ndarray):

@@ -40,12 +40,13 @@ def random_reference(kind, cfg, rng, dtype=None):
     return module
 
 
-def resolve_names(kind_name, theirs, reference, param_map=None):
+def resolve_names(kind_name, theirs, reference, param_map=None, guessed=None):
     """Match the student's parameter names to reference names.
 
     theirs, reference: {name: shape}. param_map: None or a dict. Returns
     {their_name: reference_name} covering every name on both sides, or raises
-    CheckSkipped with a message that shows how to write a param_map."""
+    CheckSkipped with a message that shows how to write a param_map. guessed: a
+    list that gets the names matched by their shapes alone (no name said it)."""
     theirs = {k: tuple(v) for k, v in theirs.items()}
     reference = {k: tuple(v) for k, v in reference.items()}
     if isinstance(param_map, dict):
@@ -73,6 +74,8 @@ def resolve_names(kind_name, theirs, reference, param_map=None):
     left_ref = {n: s for n, s in reference.items() if n not in mapping.values()}
     if left:
         by_shape = _unique_shape_match(left, left_ref)
+        if by_shape is not None and guessed is not None:
+            guessed.extend(by_shape)
         if by_shape is None:
             raise CheckSkipped(
                 f"{kind_name}: cannot tell which of your parameters is which reference parameter "
@@ -194,7 +197,8 @@ def load_reference(subject, module, slots, ref_params):
         return "through the param_map function"
     theirs = {slot.name: slot.value.shape for slot in slots}
     reference = {name: value.shape for name, value in ref_params.items()}
-    mapping = resolve_names(kind.name, theirs, reference, param_map)
+    guessed = []
+    mapping = resolve_names(kind.name, theirs, reference, param_map, guessed)
     by_name = {slot.name: slot for slot in slots}
     for their, ref in mapping.items():
         mine, want = tuple(theirs[their]), tuple(reference[ref])
@@ -211,4 +215,9 @@ def load_reference(subject, module, slots, ref_params):
         by_name[their].value[...] = ref_params[ref]
     if all(t == r for t, r in mapping.items()):
         return "by name"
-    return "matched as " + ", ".join(f"{t} <- {r}" for t, r in mapping.items() if t != r)
+    pairs = ", ".join(f"{t} <- {r}" for t, r in mapping.items() if t != r)
+    return f"{BY_SHAPE} ({pairs})" if guessed else "matched as " + pairs
+
+
+# how load_reference describes weights some of which only their shapes matched (no name said which is which)
+BY_SHAPE = "matched by their shapes alone"
