@@ -268,7 +268,11 @@ class L:
     ({"params": {"w": np.ones(3)}, "grads": {}}, "grads is an empty dict"),
     ({"W": np.ones(3), "b": np.ones(2)}, "array attributes W (3,), b (2,) have no gradient"),
     ({"scale": 2.0}, "L has no params, no parameters() and no float array attributes (its attributes: scale)"),
-], ids=["list-no-grads", "empty-grads", "lonely-arrays", "nothing"])
+    # grads keyed otherwise than params (dgamma is accepted for gamma, gradient_gamma is not): both key lists said
+    ({"params": {"gamma": np.ones(3), "beta": np.ones(3)}, "grads": {"gradient_gamma": np.ones(3), "dbeta": np.ones(3)}},
+     "(grads has the keys 'gradient_gamma' where params has 'gamma': a gradient goes under its parameter's key, "
+     "grads['gamma'] (or grads['dgamma']))"),
+], ids=["list-no-grads", "empty-grads", "lonely-arrays", "nothing", "keys-apart"])
 def test_explain_says_what_was_there(attributes, words):
     assert words in explain(L(**attributes))
 

@@ -42,6 +42,7 @@ CORRECT = [
     ("style_params_tree.py", "ffn"),
     ("style_namespace_children.py", "ffn"),
     ("style_torch_module_internals.py", "ffn"),
+    ("style_grads_d_keys.py", "ffn"),
 ]
 FORWARD_ONLY = {("style_forward_only.py", "attention"): "raised NotImplementedError",
                 ("style_forward_only.py", "layernorm"): "has no backward() method"}
@@ -70,6 +71,7 @@ BROKEN = [
     # parameters gradlab did not find would be skipped silently: each twin's bug is in one of them
     ("style_head_lists_bad.py", "attention", "gradient", ["'W_k.", "is wrong"]),
     ("style_params_tree_bad.py", "ffn", "gradient", ["'c_fc.", "is wrong"]),
+    ("style_grads_d_keys_bad.py", "ffn", "gradient", ["'b1'", "is wrong"]),
     ("style_torch_module_internals_bad.py", "ffn", "gradient", ["'_modules.fc", ".bias'", "mean over the 10 tokens"]),
     # both biases are means: the worse one is named first, by seed, each with its own right sentence
     ("style_namespace_children_bad.py", "ffn", "gradient",

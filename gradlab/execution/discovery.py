@@ -343,10 +343,25 @@ def _child(container, key):
     """container[key] for a dict (by key) or a list (by position), else None: where a gradient tree keeps
     the gradient of the parameter at the same place."""
     if isinstance(container, dict):
-        return container.get(key)
+        if key in container:
+            return container[key]
+        named = _gradient_key(container, key)      # grads["dW"] for params["W"], as attributes pair (dw for w)
+        return container[named] if named is not None else None
     if isinstance(container, (list, tuple)) and isinstance(key, int) and key < len(container):
         return container[key]
     return None
+
+
+def _gradient_key(grads, key):
+    """The one key of `grads` naming `key`'s gradient as attribute pairs do (GRAD_PATTERNS: dW, grad_W, W_grad,
+    _dW, gradW; ignoring case when exact names find none), or None (none, or more than one)."""
+    if not isinstance(key, str):
+        return None
+    found = [p.format(key) for p in GRAD_PATTERNS if p.format(key) in grads]
+    if not found:
+        lower = {str(k).lower(): k for k in grads}
+        found = list({lower[p.format(key).lower()] for p in GRAD_PATTERNS if p.format(key).lower() in lower})
+    return found[0] if len(found) == 1 else None
 
 
 def _position_names(attrs, n, obj=None):
@@ -489,6 +504,22 @@ def shared_children(obj):
             for path, child, earlier in child_modules(obj) if earlier is not None]
 
 
+def _keys_apart(params, grads):
+    """How the keys of a params dict and a grads dict differ, when they do (grads["dgamma"] for
+    params["gamma"], a common habit): "" otherwise."""
+    if not (isinstance(params, dict) and isinstance(grads, dict)) or not grads:
+        return ""
+    missing = [str(k) for k in params if k not in grads and _gradient_key(grads, k) is None]
+    taken = {_gradient_key(grads, k) for k in params}
+    extra = [str(k) for k in grads if k not in params and k not in taken]
+    if not missing or not extra:
+        return ""
+    shown = ", ".join(repr(k) for k in extra[:4]) + (" ..." if len(extra) > 4 else "")
+    where = ", ".join(repr(k) for k in missing[:4]) + (" ..." if len(missing) > 4 else "")
+    return (f" (grads has the keys {shown} where params has {where}: a gradient goes under its parameter's "
+            f"key, grads[{missing[0]!r}] (or grads['d{missing[0]}']))")
+
+
 def explain(obj, build_ids=None):
     """One sentence: what discovery looked at on `obj` and what was there, e.g.
     "params is a list of 2 arrays but grads is missing"."""
@@ -500,7 +531,7 @@ def explain(obj, build_ids=None):
     if "params" in attrs:
         part = f"params is {_what(attrs['params'])}"
         part += f", grads is {_what(attrs['grads'])}" if "grads" in attrs else " but grads is missing"
-        seen.append(part)
+        seen.append(part + _keys_apart(attrs["params"], attrs.get("grads")))
     elif "grads" in attrs:
         seen.append(f"grads is {_what(attrs['grads'])} but there is no params")
     method = getattr(obj, "parameters", None)
