@@ -124,6 +124,21 @@ def test_dict_map_is_applied_and_completed_by_name():
     assert resolve_names("attention", theirs, REF, {"W": "qkv_weight"})["W"] == "qkv_weight"
 
 
+def test_a_map_naming_more_than_the_module_has_is_used_when_it_covers_the_module():
+    # a map written for more layers than were built (or with a stray key) lost the weight-copy checks
+    theirs = {"Wqkv": (4, 12), "bqkv": (12,), "Wo": (4, 4), "bo": (4,)}
+    full = {"Wqkv": "qkv_weight", "bqkv": "qkv_bias", "Wo": "out_weight", "bo": "out_bias"}
+    assert resolve_names("attention", theirs, REF, {**full, "layers.7.Wo": "out_weight"}) == full
+
+
+def test_the_suggested_map_keeps_the_entries_the_student_got_right():
+    # an unknown key made the suggestion start from shapes alone: 26 of 28 right entries became "?"
+    theirs = {"Wq": (4, 4), "Wk": (4, 4), "Wv": (4, 4), "Wo": (4, 4), "b": (12,), "bo": (4,)}
+    with pytest.raises(CheckSkipped) as e:
+        resolve_names("attention", theirs, REF, {"Wo": "out_weight", "bo": "out_bias", "foo": "qkv_bias"})
+    assert "param_map names 'foo'" in str(e.value) and '"Wo": "out_weight"' in str(e.value), str(e.value)
+
+
 def test_reference_names_under_a_prefix_of_their_own_are_matched():
     """Children kept in a dict ("layers.ln1.gamma"): each name is a reference name under a prefix. Only
     one-to-one pairs of the same layout count; what is left goes on to the shape match (or the skip)."""

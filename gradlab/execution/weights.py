@@ -50,14 +50,18 @@ def resolve_names(kind_name, theirs, reference, param_map=None, guessed=None):
     theirs = {k: tuple(v) for k, v in theirs.items()}
     reference = {k: tuple(v) for k, v in reference.items()}
     if isinstance(param_map, dict):
+        sound = {k: v for k, v in param_map.items() if k in theirs and v in reference}   # (pre-fills a template)
         unknown = [k for k in param_map if k not in theirs]
-        if unknown:
+        if unknown and not _covers(sound, theirs, reference):
+            # (a map that covers every parameter both ways may name more: one written for more layers than built)
             raise CheckSkipped(f"{kind_name}: param_map names {unknown[0]!r}, which is not one of the module's "
-                               f"parameters ({_names(theirs)})\n" + _template(kind_name, theirs, reference))
-        wrong = [v for v in param_map.values() if v not in reference]
+                               f"parameters ({_names(theirs)})\n" + _template(kind_name, theirs, reference, sound))
+        wrong = [v for k, v in param_map.items() if k in theirs and v not in reference]
         if wrong:
             raise CheckSkipped(f"{kind_name}: param_map maps to {wrong[0]!r}, which is not a reference name "
-                               f"(reference names: {_names(reference)})\n" + _template(kind_name, theirs, reference))
+                               f"(reference names: {_names(reference)})\n"
+                               + _template(kind_name, theirs, reference, sound))
+        param_map = {k: v for k, v in param_map.items() if k in theirs}
         mapping = {name: param_map.get(name, name) for name in theirs}
         unmapped = [n for n, r in mapping.items() if r not in reference]
         if unmapped:
@@ -83,6 +87,11 @@ def resolve_names(kind_name, theirs, reference, param_map=None, guessed=None):
                 "copied in; tell gradlab with param_map\n" + _template(kind_name, theirs, reference))
         mapping.update(by_shape)
     return _complete(kind_name, mapping, theirs, reference)
+
+
+def _covers(mapping, theirs, reference):
+    """Every parameter of the module maps to a reference name and every reference name is mapped to."""
+    return set(mapping) == set(theirs) and set(mapping.values()) == set(reference)
 
 
 def _suffix_match(theirs, reference):
