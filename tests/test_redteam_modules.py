@@ -29,6 +29,9 @@ TABLE = [
     ("red_mod_attention_no_softmax_jacobian.py", "attention", "gradient", ["'qkv_bias'", "Q head", "- sum(dA * A)"]),
     ("red_mod_attention_mask_after_softmax.py", "attention", "softmax_rows", ["sums to", "mask applied after the softmax"]),
     ("red_mod_attention_mask_diag.py", "attention", "softmax_rows", ["row 0", "diagonal", "j < i"]),
+    # the same bug with -inf: NaN at position 0 of every sample, and smoke's error said nothing more
+    ("smoke_bad_attention_mask_diag_inf.py", "attention", "smoke", ["NaN", "only at position 0 of every sample",
+                                                                    "hides the diagonal too", "j > i"]),
     ("red_mod_attention_mask_leak.py", "attention", "softmax_rows", ["future position 1", "off by one", "j <= i + 1"]),
     ("red_mod_attention_scale_dk_fwd.py", "attention", "gradient", ["'qkv_bias'", "sqrt(d_k)"]),
     ("red_mod_attention_scale_dk_bwd.py", "attention", "gradient", ["'qkv_bias'", "1/sqrt(d_k)"]),

@@ -17,7 +17,7 @@ from gradlab.execution.loader import is_reference_code, reference_children, refe
 from gradlab.execution.seeding import seeded
 from gradlab.contract.errors import CheckSkipped, StudentError
 from gradlab.execution.harness import as_float_array, describe, guarded, remote_module
-from gradlab.contract.kinds import SMOOTHING, same_layout
+from gradlab.contract.kinds import CAUSAL, SMOOTHING, same_layout
 from gradlab.numerics.engine import holding
 
 
@@ -186,7 +186,10 @@ class Subject:
         shape = self.output_shape()
         # the hint only matters for a wrong shape; spelling it out costs more than a small forward
         hint = "" if type(out) is np.ndarray and out.shape == shape else self.shape_hint()
-        out = as_float_array(out, "forward", shape, hint)
+        try:
+            out = as_float_array(out, "forward", shape, hint)
+        except StudentError as e:
+            raise StudentError(f"{e}{_first_position_nan(self.kind, out)}", where=e.where) from e.__cause__
         self.seen.forward = True
         return out
 
@@ -615,3 +618,16 @@ def call_scalar(subject, what, *args):
     if not np.isfinite(value):
         raise StudentError(f"{what} returned {value}")
     return value
+
+
+def _first_position_nan(kind, out):
+    """Why a causal kind's forward returns NaN at position 0 of every sample and nowhere else: "" otherwise."""
+    if not kind.has(CAUSAL) or type(out) is not np.ndarray or out.ndim < 2 or out.shape[1] < 2 \
+            or out.dtype.kind != "f":
+        return ""
+    bad = ~np.isfinite(out).reshape(out.shape[0], out.shape[1], -1)
+    if not (bad[:, 0].all() and not bad[:, 1:].any()):
+        return ""
+    return ("; only at position 0 of every sample: the first query may attend to itself alone, and a causal mask "
+            "that hides the diagonal too (np.triu(ones, k=0), or j >= i) leaves it no key at all, so its softmax over "
+            "scores that are all -inf is NaN. Mask only the keys after the query, j > i (np.triu(ones, k=1))")
