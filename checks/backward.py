@@ -151,7 +151,8 @@ def _repeat_message(kind, name, found, first, second, after_zero):
     if _accumulates(second, after_zero):
         cause = ("backward adds into the gradient (+=) instead of setting it (=): each call piles onto the last "
                  "(a backward with grad_out = 0 leaves it unchanged); gradlab reads the gradients after one "
-                 "backward, so set them")
+                 "backward and calls no zero_grad() (CONTRACT §2), so set them, or zero them where backward "
+                 "starts")
     else:
         cause = ("backward changes something forward cached (an in-place operation such as `cache *= ...` or "
                  "`h[h < 0] = 0` on a saved array), so the second call starts from different values")

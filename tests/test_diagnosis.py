@@ -171,6 +171,8 @@ def test_position_pattern():
                                                           "sum(grad_out * xhat)"]),
     ("lm", "diag_bad_tiny_lm_no_lookup_path.py", ["'token_embedding'", "right at the rows of token ids that do not "
                                                   "occur", "the lookup path is missing"]),
+    ("layernorm", "diag_bad_layernorm_last_sample_cache.py", ["right for the last sample of the batch only",
+                                                              "overwrites self.cache"]),
 ])
 def test_gradient_check_reports_the_diagnosis(run, zoo, kind, name, words):
     record = run(kind, zoo(name), ["gradient"])["gradient"]

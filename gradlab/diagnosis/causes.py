@@ -32,7 +32,8 @@ def diagnose(kind, name, analytical, numerical, context):
     if float(np.abs(n).max()) <= MATCH * scale:
         return None     # the true gradient is ~0: nothing to compare patterns with
     for test in (_all_zero, _transposed, _repeated_ids, _unseen_ids, _seen_ids_only, _residual, _bias_token,
-                 _constant_factor, _future_positions, _partly_zero, _partial_factor, _row_constant, _row_centred,
+                 _constant_factor, _one_sample_right, _future_positions, _partly_zero, _partial_factor,
+                 _row_constant, _row_centred,
                  _unnormalised_scale, _slightly_off):
         found = test(kind, name, a, n, context, cfg, what)
         if found:
@@ -144,6 +145,25 @@ def _seen_ids_only(kind, name, a, n, context, cfg, what):
             f"projection reaches, and wrong at the rows of the ids that do (e.g. ids {rows}): the lookup path is "
             "missing or wrong; the table's gradient is the output path's grad_logits.reshape(-1, V).T @ h.reshape(-1, "
             "D) plus the lookup's np.add.at(dW, ids, dx), dx the gradient at the embedding's output")
+
+
+def _one_sample_right(kind, name, a, n, context, cfg, what):
+    """An input gradient right for one sample of the batch alone: backward used one sample's cache for all (a
+    loop over the samples in forward, each pass overwriting self.cache, leaves the last one's)."""
+    B = getattr(cfg, "batch_size", None)
+    if name not in ("x", "memory") or a.ndim < 2 or not B or B < 2 or a.shape[0] != B:
+        return None
+    scale = max(float(np.abs(n).max()), 1e-30)
+    right = [_close(a[b], n[b], scale) for b in range(B)]
+    if right.count(True) != 1:
+        return None
+    b = right.index(True)
+    if b == B - 1:
+        return (f"{what} is right for the last sample of the batch only and wrong for the others: backward uses "
+                "what forward cached for the last sample alone (a loop over the samples in forward that overwrites "
+                "self.cache on each pass? keep one cache per sample, or compute the whole batch at once)")
+    return (f"{what} is right for sample {b} of the batch only and wrong for the others: backward uses one "
+            "sample's cached values for every sample")
 
 
 def _residual(kind, name, a, n, context, cfg, what):
