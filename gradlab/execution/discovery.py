@@ -343,10 +343,11 @@ def _child(container, key):
     """container[key] for a dict (by key) or a list (by position), else None: where a gradient tree keeps
     the gradient of the parameter at the same place."""
     if isinstance(container, dict):
-        if key in container:
-            return container[key]
+        got = container.get(key)
+        if got is not None or key in container:
+            return got
         named = _gradient_key(container, key)      # grads["dW"] for params["W"], as attributes pair (dw for w)
-        return container[named] if named is not None else None
+        return container.get(named) if named is not None else None
     if isinstance(container, (list, tuple)) and isinstance(key, int) and key < len(container):
         return container[key]
     return None
