@@ -229,6 +229,17 @@ def test_a_module_holding_the_same_kinds_reference_as_a_child_is_refused(name, p
 
 
 @pytest.mark.parametrize("isolate", [True, False])
+@pytest.mark.parametrize("name, held", [("calls_reference_helpers", "gradlab.modules.layernorm.layernorm"),
+                                        ("borrows_reference_methods", "gradlab.modules.layernorm")])
+def test_a_file_holding_the_same_kinds_reference_at_its_top_level_is_refused(name, held, isolate):
+    # a class of its own whose methods call gradlab's reference helpers, or its methods unbound, passed every
+    # check (a helper's find; so did a subclass overriding with super() calls, and bound methods kept)
+    with pytest.raises(gradlab.UsageError, match="holds gradlab's own reference code of 'layernorm'") as e:
+        gradlab.check("layernorm", impl=hostile(name), seed=0, isolate=isolate, limits=LIMITS)
+    assert held in str(e.value) and "compare with gradlab's reference from another file" in str(e.value)
+
+
+@pytest.mark.parametrize("isolate", [True, False])
 def test_a_module_made_of_other_kinds_references_is_the_students_own(isolate):
     # a block wired by the student from gradlab's LayerNorm, attention and feed-forward: its kind's work
     # (the residual wiring, the order) is the student's, and the parts are other kinds' references
@@ -238,10 +249,12 @@ def test_a_module_made_of_other_kinds_references_is_the_students_own(isolate):
 
 
 @pytest.mark.parametrize("isolate", [True, False])
-def test_a_function_that_passes_the_call_on_to_the_reference_is_refused(isolate):
+@pytest.mark.parametrize("name", ["softmax_calls_reference", "softmax_calls_reference_through_a_helper"])
+def test_a_function_that_passes_the_call_on_to_the_reference_is_refused(name, isolate):
+    # (through a helper function of the file's own, it passed every check)
     with pytest.raises(gradlab.UsageError, match=r"calls gradlab's own reference implementation of it "
                                                  r"\(gradlab\.modules\.functional\.softmax\)"):
-        gradlab.check("softmax", impl=hostile("softmax_calls_reference"), seed=0, isolate=isolate, limits=LIMITS)
+        gradlab.check("softmax", impl=hostile(name), seed=0, isolate=isolate, limits=LIMITS)
     # another kind's reference, borrowed as a helper, is code of the student's own kind: it counts
     result = gradlab.check("cross_entropy", impl=hostile("cross_entropy_borrows_softmax"), seed=0, isolate=isolate,
                            limits=LIMITS)

@@ -186,17 +186,23 @@ def reference_children(obj):
 
 def calls_reference(target, kind):
     """'gradlab.modules.functional.softmax' when `target`, a function, calls gradlab's reference for the same
-    kind by name (`return softmax_ref(x)`, `return functional.softmax(x)`, in nested functions too); None
-    otherwise. Read from its code's names: a wrapper that only passes the call on to the reference."""
+    kind by name (`return softmax_ref(x)`, `return functional.softmax(x)`, in nested functions and in the
+    file's own helper functions it calls too); None otherwise. Read from its code's names: a wrapper that
+    only passes the call on to the reference."""
     fn = getattr(target, "func", target)
     code, names_of = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
     if not isinstance(code, types.CodeType) or not isinstance(names_of, dict):
         return None
-    names, stack = set(), [code]
+    names, stack, seen = set(), [code], {code}
     while stack:
         c = stack.pop()
         names.update(c.co_names)
-        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+        inner = [k for k in c.co_consts if isinstance(k, types.CodeType)]
+        # and the file's own helper functions it calls by name (softmax -> _h -> functional.softmax)
+        inner += [h.__code__ for h in (names_of.get(n) for n in c.co_names) if isinstance(h, types.FunctionType)
+                  and h.__globals__ is names_of]
+        stack.extend(k for k in inner if k not in seen and len(seen) < 200)
+        seen.update(inner)
     found = [names_of.get(n) for n in names]
     found += [getattr(m, n, None) for m in list(found) if isinstance(m, types.ModuleType)
               and (m.__name__ + ".").startswith("gradlab.modules.") for n in names]
@@ -204,6 +210,66 @@ def calls_reference(target, kind):
         tags = getattr(obj, "__gradlab__", None) if callable(obj) and is_reference_code(obj) else None
         if isinstance(tags, (list, tuple)) and any(getattr(t, "kind", None) == kind for t in tags):
             return f"{obj.__module__}.{getattr(obj, '__qualname__', kind)}"
+    return None
+
+
+_homes = None
+
+
+def _reference_homes():
+    """{module name: the kinds whose reference is registered there}, worked out once, before any student code
+    runs (_load_file: a submission may patch builtins or gradlab at import), from the reference files' text
+    (gradlab.register("kind") in gradlab/modules/NAME.py), without importing them: in a worker, gradlab's
+    reference modules are not loaded when the student's code runs, so that its import of one is seen."""
+    global _homes
+    if _homes is None:
+        import re
+        homes = {}
+        spec = importlib.util.find_spec("gradlab.modules")
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            for entry in sorted(os.listdir(folder)):
+                if entry.endswith(".py") and not entry.startswith("_"):
+                    with open(os.path.join(folder, entry), encoding="utf-8") as fh:
+                        kinds = set(re.findall(r"""register\(\s*["'](\w+)["']""", fh.read()))
+                    if kinds:
+                        homes[f"gradlab.modules.{entry[:-3]}"] = kinds
+        _homes = homes
+    return _homes
+
+
+def holds_reference(target, kind):
+    """'gradlab.modules.layernorm.layernorm_backward' when the module `target` (a registered factory or function)
+    is defined in holds, among its top-level names, gradlab's reference code of `kind`: the reference module of
+    that kind alone, or anything defined there (its class, its helper functions), or a function tagged with the
+    kind (functional.softmax for "softmax"). None otherwise: another kind's reference borrowed as a part (a
+    LayerNorm in a block, gradlab's softmax in a cross-entropy) is the student's code, and so is a module hosting
+    several kinds' references (gradlab.modules.functional), which says nothing of which is used."""
+    fn = getattr(target, "func", target)
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    if module is None or is_reference_code(fn):
+        return None
+    homes = _reference_homes()
+    try:
+        values = list(vars(module).values())
+    except TypeError:
+        return None
+    for value in values:
+        try:
+            if isinstance(value, types.ModuleType):
+                name, where = value.__name__, value.__name__
+                kinds = homes.get(name, set())
+            else:
+                name = getattr(value, "__module__", None)
+                if not isinstance(name, str) or not (name + ".").startswith("gradlab.modules."):
+                    continue
+                where = f"{name}.{getattr(value, '__qualname__', '')}".rstrip(".")
+                tags = getattr(value, "__gradlab__", None)
+                kinds = {getattr(t, "kind", None) for t in tags} if isinstance(tags, (list, tuple)) and tags \
+                    else homes.get(name, set())
+        except Exception:          # a hostile object: judged by its calls
+            continue
+        if kind in kinds and len(kinds) == 1:
+            return where
     return None
 
 
@@ -216,7 +282,18 @@ def _refuse_references(regs, name):
     kept, refused = [], {}
     for reg in regs:
         wraps = reg.kind in KINDS and KINDS[reg.kind].form == "function" and calls_reference(reg.target, reg.kind)
-        if is_reference_code(reg.target):
+        try:
+            held = None if wraps or is_reference_code(reg.target) else holds_reference(reg.target, reg.kind)
+        except Exception:    # gradlab's code broken by a patch made at import: the checks judge the code itself
+            held = None
+        if held:
+            refused[reg.kind] = (f"{name} registers {reg.kind!r} and holds gradlab's own reference code of "
+                                 f"{reg.kind!r} ({held}) at its top level: a module of your own that calls it (its "
+                                 "methods, its helper functions) cannot be told from your code, so the "
+                                 f"registration does not count; compute {reg.kind} in your file, and compare with "
+                                 "gradlab's reference from another file (gradlab's other kinds may be imported as "
+                                 "parts)")
+        elif is_reference_code(reg.target):
             where = getattr(getattr(reg.target, "func", reg.target), "__module__", "gradlab.modules")
             refused[reg.kind] = (f"{name} registers {reg.kind!r} with gradlab's own reference implementation "
                                  f"({where}), imported or re-exported, not code of its own; gradlab checks "
@@ -234,6 +311,7 @@ def _refuse_references(regs, name):
 def _load_file(path):
     full = os.path.abspath(path)
     _require_file(path)
+    _reference_homes()                  # (before the student's code runs: holds_reference reads it after)
     if os.path.isdir(full):
         raise UsageError(f"{path} is a folder; pass the .py file that calls gradlab.register")
     if full in _loading:
