@@ -29,6 +29,7 @@ TABLE = [
     ("art_init_truncated_normal.py", "init", "init_stats", ["not normal", "truncated normal"]),
     ("art_warmup_ok_article.py", "warmup", None, []),
     ("art_warmup_ok_step.py", "warmup", None, []),
+    ("art_warmup_ok_noamopt.py", "warmup", None, []),     # (step() returns None and there is no get_last_lr())
     ("art_warmup_ok_step.py", "schedule", None, []),
     ("art_warmup_class_counter.py", "warmup", "trajectory", ["shared between instances", "class attribute"]),
     ("art_warmup_starts_at_one.py", "warmup", "trajectory", ["step 1", "step + 1"]),

@@ -67,7 +67,7 @@ def accepts(fn, n_args):
 class Scheduler:
     """A stateful scheduler as checks see it: next() advances one step and returns that step's lr.
     The object is called (article 000's __call__), or its step() is; a step() that returns None is
-    read through get_last_lr()[0], get_lr() or a `lr` attribute."""
+    read through get_last_lr()[0], get_lr(), rate() (NoamOpt's) or a `lr` attribute."""
 
     def __init__(self, subject, obj):
         self.subject, self.obj, self.steps = subject, obj, 0
@@ -115,15 +115,15 @@ class Scheduler:
     def _read(self, what):
         """The lr after a step() that returned None."""
         obj = self.obj
-        for name in ("get_last_lr", "get_lr"):
+        for name in ("get_last_lr", "get_lr", "rate"):         # rate(): the Annotated Transformer's NoamOpt
             method = getattr(obj, name, None)
             if callable(method):
                 got = self.subject.run(f"{name}()", method)
                 return got[0] if isinstance(got, (list, tuple)) and got else got
-        for name in ("lr", "learning_rate", "rate"):
+        for name in ("lr", "learning_rate", "rate", "_rate"):
             if isinstance(getattr(obj, name, None), (int, float, np.floating)):
                 return getattr(obj, name)
-        raise StudentError(f"{what} returned None and the scheduler has no get_last_lr(), get_lr() or lr "
+        raise StudentError(f"{what} returned None and the scheduler has no get_last_lr(), get_lr(), rate() or lr "
                            "attribute; return the learning rate from the call")
 
 
