@@ -317,13 +317,13 @@ class _Adam:
     """Adam/AdamW with switches for the known mistakes (all off: PyTorch)."""
 
     def __init__(self, cfg, decay, t_per_param=False, correct_m=True, correct_v=True, eps_inside=False,
-                 shared=False, eps_hat=False, matrices_only=False):
+                 shared=False, eps_hat=False, matrices_only=False, t_offset=0):
         self.lr, self.b1, self.b2, self.eps, self.wd = cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay
         self.decay, self.t_per_param, self.shared = decay, t_per_param, shared
         self.matrices_only = matrices_only      # decay only parameters of 2 or more axes (nanoGPT's groups)
         self.correct_m, self.correct_v, self.eps_inside = correct_m, correct_v, eps_inside
         self.eps_hat = eps_hat
-        self.t, self.m, self.v = 0, {}, {}
+        self.t, self.m, self.v = t_offset, {}, {}     # t_offset 1: t started at 1 before its first increment
 
     def step(self, params, grads):
         if not self.t_per_param:
@@ -394,6 +394,8 @@ _ADAM_COMMON = [
      dict(eps_inside=True)),
     ("one m and v shared by all parameters: keep the moment estimates per parameter (e.g. a dict keyed by name)",
      dict(shared=True)),
+    ("t starts at 1 and is incremented before the update, so the bias correction of step k uses k + 1: start t "
+     "at 0 (the first step is t = 1)", dict(t_offset=1)),
     ("eps is added before v's bias correction (the Adam paper's 'efficient' form lr * sqrt(1 - beta2**t) / "
      "(1 - beta1**t) * m / (sqrt(v) + eps), as TensorFlow does); PyTorch adds eps after it: "
      "m_hat / (sqrt(v_hat) + eps)", dict(eps_hat=True)),

@@ -57,6 +57,7 @@ TABLE = [
      ["after step 1", "only m is bias-corrected"]),
     ("red_fn_bad_adam_t_in_helper.py", "adam", "trajectory", ["after step 1", "'w1'", "t is counted per parameter"]),
     ("red_fn_bad_adam_t_after.py", "adam", "trajectory", ["after step 1", "got nan", "t = 0"]),
+    ("red_fn_bad_adam_t_from_one.py", "adam", "trajectory", ["after step 1", "t starts at 1", "start t at 0"]),
     ("red_fn_bad_adam_m_uncorrected.py", "adam", "trajectory", ["after step 1", "only v is bias-corrected"]),
     ("red_fn_bad_adam_v_uncorrected.py", "adam", "trajectory", ["after step 1", "only m is bias-corrected"]),
     ("red_fn_bad_adam_eps_hat.py", "adam", "trajectory", ["after step 1", "before v's bias correction"]),
