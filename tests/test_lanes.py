@@ -85,6 +85,39 @@ def test_what_the_code_prints_is_shown_with_its_kind_as_kind_after_kind():
     assert f"(your code printed {runs[1].stdout.count('softmax of')} lines" in quiet.stdout
 
 
+IMPORT_PRINTS = """
+import numpy as np
+import gradlab
+
+print("imported")
+
+
+@gradlab.register("softmax")
+def softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@gradlab.register("clip_grad_norm")
+def clip(grads, max_norm):
+    total = float(np.sqrt(sum(float((g * g).sum()) for g in grads)))
+    if total > max_norm:
+        for g in grads:
+            g *= max_norm / (total + 1e-6)
+    return total
+"""
+
+
+def test_what_the_file_prints_as_it_is_imported_is_shown_once(tmp_path):
+    # each lane imports the file again in a worker of its own; with -v that showed nothing extra, but the first
+    # version sent it with no kind, and the run ended in a traceback
+    impl = tmp_path / "prints.py"
+    impl.write_text(IMPORT_PRINTS)
+    runs = [cli("check", "all", "--impl", str(impl), "--seed", "0", "-v", "--workers", n) for n in ("1", "2")]
+    assert runs[0].returncode == runs[1].returncode == 0, runs[1].stderr
+    assert runs[0].stdout == runs[1].stdout and runs[1].stdout.count("imported") == 1
+
+
 def test_a_lane_killed_by_the_code_errs_its_kind_only(tmp_path):
     # the cross-entropy kills the process judging it (its worker's parent): with lanes, a lane of gradlab's;
     # its checks not yet judged are errors, never passes, and the softmax is judged as ever

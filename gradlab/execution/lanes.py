@@ -167,6 +167,9 @@ class _Shown:
         if what == "printed":
             harness.count_printed(kind)
             return False
+        if what == "out" and kind is None:     # (printed between kinds: shown as it comes)
+            harness.student_output(message[2])
+            return False
         if kind not in self.results:
             raise RuntimeError(f"a lane sent a message about {kind!r}, which is not planned")
         if what in ("start", "tokens"):     # (_Lane.read has taken note)
@@ -362,9 +365,14 @@ def _lane_main(plan, limits, from_coordinator, to_coordinator):
     """In the lane: open a worker, then run each kind handed over until told to finish."""
     current = [None]
     tokens = _Tokens(to_coordinator)
-    harness.forward_output(lambda text: _send(to_coordinator, ("out", current[0], text)))
+    # what the file prints as it is imported again here was shown (or counted) when the coordinator's worker
+    # imported it: neither shown nor counted a second time
+    harness.forward_output(lambda text: None)
+    quiet = harness.printed_lines()
     plan.loaded = loader.open_implementation(plan.impl, plan.isolate, limits)
     plan._opened = True
+    printed = harness.printed_lines() - quiet
+    harness.forward_output(lambda text: _send(to_coordinator, ("out", current[0], text)))
     try:
         while True:
             what, kind = _recv(from_coordinator)
@@ -383,6 +391,6 @@ def _lane_main(plan, limits, from_coordinator, to_coordinator):
                 _send(to_coordinator, ("failed", kind, f"cannot judge: {e}"))
                 continue
             _send(to_coordinator, ("done", kind))
-        _send(to_coordinator, ("printed", harness.printed_lines()))
+        _send(to_coordinator, ("printed", harness.printed_lines() - quiet - printed))   # (the lane's own count)
     finally:
         plan.close()
