@@ -31,6 +31,9 @@ def script(cfg, rng):
     normal = lambda scale: {k: (scale * rng.standard_normal(s)).astype(np.float32) for k, s in SHAPES.items()}  # noqa
     steps = [("ordinary", normal(1e-2)), ("small (1e-7)", normal(1e-7)), ("inf", normal(1e-2))]
     steps += [("ordinary", normal(1e-2)) for _ in range(cfg.growth_interval)]
+    # good steps after the growth, before the next overflow: the count of good steps starts again at a growth
+    # (a count left running doubled the scale on every later good step, and passed)
+    steps += [("ordinary", normal(1e-2)), ("ordinary", normal(1e-2))]
     steps += [("NaN", normal(1e-2)), ("ordinary", normal(1e-2))]
     return steps
 

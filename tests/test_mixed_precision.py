@@ -11,6 +11,8 @@ BROKEN = [
     ("mp_bad_no_skip.py", ["step 3", "inf", "must be skipped", "return False", "your step updated the weights"]),
     ("mp_bad_static_backoff.py", ["static loss scaling", "is 512, the reference's 1024", "never changes"]),
     ("mp_bad_never_grows.py", ["dynamic loss scaling", "after step 7", "doubles the scale after growth_interval = 4"]),
+    ("mp_bad_count_not_reset_at_growth.py", ["dynamic loss scaling", "after step 8", "is 2048, the reference's 1024",
+                                             "counted since the last overflow or growth"]),
     ("mp_bad_half_converts_all.py", ["to_half_precision converted integer token ids", "only float32 arrays",
                                      "above 2048"]),
     ("mp_bad_hardcoded_scale.py", ["gradlab's third run: cfg.loss_scale = 256", "must be cfg.loss_scale = 256"]),
