@@ -12,7 +12,7 @@ The mask makes the softmax exact: exp(-inf) (or exp(-1e9 - max)) is exactly 0, s
 tolerances are only rounding guards."""
 import numpy as np
 
-from gradlab.contract.errors import CheckFailure
+from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.contract.kinds import KEY_PADDING
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.harness import describe
@@ -101,10 +101,33 @@ def key_padding(subject, rng):
         got = subject.run("backward", module.backward, np.ones_like(out))
         for name, g in zip([s.name for s in kind.grad_inputs()], got if isinstance(got, (tuple, list)) else (got,)):
             _finite(kind, g, f"d{name}")
+    # 4. no mask at all: None, as CONTRACT §3 allows, is a mask with no padded key
+    _no_mask(subject, module, inputs, k, tol)
     gradients = "" if subject.no_backward else ", dmemory is 0 there"
     return Outcome(f"{len(padded)} padded keys: changing them changes nothing{gradients}{note}; a sample padded "
-                   f"entirely gives finite outputs{'' if subject.no_backward else ' and gradients'}",
-                   {"padded_keys": len(padded)})
+                   f"entirely gives finite outputs{'' if subject.no_backward else ' and gradients'}; "
+                   "key_padding_mask=None is no padding", {"padded_keys": len(padded)})
+
+
+def _no_mask(subject, module, inputs, k, tol):
+    """forward with key_padding_mask=None gives what a mask with no padded key gives."""
+    kind = subject.kind
+    clear = list(copies(inputs))
+    clear[k] = np.zeros_like(inputs[k])
+    want = subject.forward(module, *clear).astype(np.float64)
+    none = list(copies(inputs))
+    none[k] = None
+    try:
+        got = subject.forward(module, *none).astype(np.float64)
+    except StudentError as e:
+        raise CheckFailure(f"{kind.name}: forward with key_padding_mask=None failed ({e}): the mask may be None "
+                           "(CONTRACT §3), which means no key is padded; a seq2seq's decoder is called that "
+                           "way (test `if key_padding_mask is not None` before using it)") from None
+    diff = float(np.abs(got - want).max())
+    if diff > tol:
+        raise CheckFailure(f"{kind.name}: forward with key_padding_mask=None differs by {diff:.3g} from forward "
+                           f"with a mask that pads nothing (tolerance {tol:.1g}): None means no key is padded",
+                           {"max_change": diff, "tolerance": tol})
 
 
 def _padded_weights(subject, module, mask):
