@@ -66,6 +66,7 @@ TABLE = [
     ("art_encoder_ok.py", "encoder_layer", None, []),
     ("art_encoder_causal.py", "encoder_layer", "reference", ["causal mask in the encoder"]),
     ("art_encoder_preln.py", "encoder_layer", "reference", ["Pre-LN", "Post-LN"]),
+    ("art_encoder_std_eps.py", "encoder_layer", "reference", ["(x - mean) / (std + 1e-6)", "sqrt(var + cfg.eps)"]),
     ("art_cross_ok.py", "cross_attention", None, []),
     # float32 inside, the mask after an ordinary softmax (renormalised): a padded key moves float32's rounding
     ("art_cross_ok_float32_renorm.py", "cross_attention", None, []),

@@ -88,6 +88,9 @@ VARIANTS = {
         (_HEADS_AXIS, _encoder(heads_axis=True)),
         (_HEADS_AXIS + " (and its layer_norm divides by std + 1e-6: eps belongs inside the square root, "
          "sqrt(var + eps))", _encoder(heads_axis=True, layernorm=_article_layernorm)),
+        ("your output matches LayerNorm as article 000 writes it, (x - mean) / (std + 1e-6): the contract's "
+         "LayerNorm has eps inside the square root, (x - mean) / sqrt(var + cfg.eps) (the layernorm kind's)",
+         _encoder(layernorm=_article_layernorm)),
         ("your output matches a causal mask in the encoder: an encoder layer sees the whole sentence, no mask",
          _encoder(causal=True)),
         ("your output matches a Pre-LN layer (x + attn(LN(x))); this kind is Post-LN: LN(x + attn(x)), then "
