@@ -543,6 +543,17 @@ def _smoothing_idiom(logits, targets):
     return idiom, strict, lambda i: IDIOM_EPS * np.abs(w) + rest
 
 
+def _smoothed_loss_words(loss, c, logits, targets):
+    """What a label-smoothed loss that is off (its gradient right) computes instead: the smoothing check's
+    known slip whose loss it is, or what the loss must be. A sentence."""
+    from gradlab.checks.smoothing import _variants
+    for hint, (value, _) in _variants(logits, targets, SMOOTHING_EPSILON):
+        if abs(loss - value) <= diagnosis.MATCH * max(abs(value), 1e-30):
+            return f"{c:.4g} x the reference: {hint}"
+    return (f"{c:.4g} x the reference: the smoothed loss is (1 - epsilon) * -log p[target] + epsilon * the mean "
+            "over the V classes of -log p, averaged over the targets")
+
+
 def loss_diagnosis(kind, grad, context):
     """When grad_logits disagrees with the loss, one of the two is wrong: gradlab's
     reference on the same logits says which, and how. A sentence, or None."""
@@ -559,6 +570,8 @@ def loss_diagnosis(kind, grad, context):
         if ignore is not None and abs(c - n / N) <= diagnosis.MATCH * n / N:
             why = ("ignored positions are counted in the mean: divide by the number of targets that are not "
                    "ignore_index")
+        elif kind.has(SMOOTHING):
+            why = _smoothed_loss_words(loss, c, logits, targets)
         else:
             label = diagnosis.name_factor(c, context["cfg"])
             why = f"{c:.4g} x the reference" + (f", a factor of {label}" if label else "") + \

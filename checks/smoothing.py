@@ -17,8 +17,9 @@ from gradlab.numerics.tolerance import smoothing_bounds, tolerance
 EPSILONS = (0.0, 0.1, 0.3)
 
 
-def _smoothed(logits, targets, eps, off_target=None, mean=True):
-    """(loss, grad) of smoothed cross-entropy; off_target: the mass each other class gets (default eps / V)."""
+def _smoothed(logits, targets, eps, off_target=None, mean=True, on_target=None):
+    """(loss, grad) of smoothed cross-entropy; off_target: the mass each other class gets (default eps / V);
+    on_target: the target's (default 1 - eps, plus eps / V with the default off_target)."""
     V = logits.shape[-1]
     z = logits.reshape(-1, V).astype(np.float64)
     t = targets.reshape(-1)
@@ -26,7 +27,7 @@ def _smoothed(logits, targets, eps, off_target=None, mean=True):
     z = z - z.max(-1, keepdims=True)
     logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
     y = np.full_like(logp, eps / V if off_target is None else off_target)
-    y[np.arange(N), t] = 1 - eps + (eps / V if off_target is None else 0.0)
+    y[np.arange(N), t] = on_target if on_target is not None else 1 - eps + (eps / V if off_target is None else 0.0)
     div = N if mean else 1
     return -(y * logp).sum() / div, ((np.exp(logp) - y) / div).reshape(logits.shape)
 
@@ -44,6 +45,8 @@ def _variants(logits, targets, eps):
          "distribution, y = (1 - epsilon) * one_hot + epsilon / V", _smoothed(logits, targets, 0.0)),
         ("the uniform part is missing: y = (1 - epsilon) * one_hot; add epsilon / V to every class",
          _smoothed(logits, targets, eps, off_target=0.0)),
+        ("the uniform part sums -log p over the V classes (epsilon to every class): it is their mean, "
+         "epsilon / V to each", _smoothed(logits, targets, eps, off_target=eps, on_target=1.0)),
         ("the loss is the KL divergence KL(y || p) = cross-entropy - entropy(y), which has the same gradient: the "
          "contract's loss is the cross-entropy -sum(y * log p) averaged over the positions (the entropy of y, a "
          "constant, is missing)", _kl(logits, targets, eps)),
