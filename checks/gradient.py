@@ -543,6 +543,21 @@ def _smoothing_idiom(logits, targets):
     return idiom, strict, lambda i: IDIOM_EPS * np.abs(w) + rest
 
 
+def _encoder_side_only(names, wrong):
+    """A seq2seq whose wrong gradients are all on the encoder's side (their names say enc or src) while the
+    decoder's (dec, tgt) are right: what reaches the encoder, dmemory, is wrong. A sentence, or None."""
+    def side(name):
+        low = name.lower()
+        return "encoder" if ("enc" in low or "src" in low) else "decoder" if ("dec" in low or "tgt" in low) else None
+    decoder = [n for n in names if side(n) == "decoder"]
+    if not wrong or not decoder or any(side(n) != "encoder" for n in wrong):
+        return None
+    return (f"Only the encoder's side is wrong ({len(wrong)} tensor{'s' if len(wrong) != 1 else ''}), the decoder's "
+            f"{len(decoder)} are right: the gradient backward sends into the encoder, dmemory, is wrong. With "
+            "several decoder layers it is the sum of every layer's cross-attention dmemory (dmemory += each "
+            "layer's, not =)")
+
+
 def _smoothed_loss_words(loss, c, logits, targets):
     """What a label-smoothed loss that is off (its gradient right) computes instead: the smoothing check's
     known slip whose loss it is, or what the loss must be. A sentence."""
@@ -883,6 +898,10 @@ def judge(subject, setup, rng):
                                           problem.context)
             if sentence:
                 hint = f". {sentence[0].upper()}{sentence[1:]}"
+    if not hint and kind.name == "seq2seq":
+        sentence = _encoder_side_only(names, [names[i] for i in bad])
+        if sentence:
+            hint = f". {sentence}"
     metrics.update({"max_error": error, "tolerance": tolerance, "worst_tensor": t.name,
                     "module_calls": calls + engine.calls + setup.calls,
                     "wrong_tensors": ",".join(names[i] for i in bad)})

@@ -91,6 +91,8 @@ TABLE = [
     ("art_seq2seq_ok.py", "seq2seq", None, []),
     ("art_seq2seq_no_encoder_grad.py", "seq2seq", "gradient", ["'enc.", "analytical 0"]),
     ("art_seq2seq_src_overwrite.py", "seq2seq", "gradient", ["'E_src'", "occur more than once", "np.add.at"]),
+    ("art_seq2seq_dmemory_overwritten.py", "seq2seq", "gradient", ["Only the encoder's side is wrong",
+                                                                  "dmemory += each layer's"]),
 ]
 
 

@@ -214,7 +214,7 @@ def sinusoid(length, d):
 class Seq2Seq:
     """Embeddings as attribute pairs (E_src / dE_src), the parts' encoder and decoder layers."""
 
-    def __init__(self, cfg, drop_encoder_grad=False):
+    def __init__(self, cfg, drop_encoder_grad=False, last_dmemory_only=False):
         rng = np.random.default_rng(cfg.seed)
         V, D = cfg.vocab_size, cfg.d_model
         self.E_src, self.E_tgt = rng.standard_normal((V, D)), rng.standard_normal((V, D))
@@ -224,6 +224,7 @@ class Seq2Seq:
         self.enc = [Encoder(cfg) for _ in range(cfg.n_layers)]
         self.dec = [Decoder(cfg) for _ in range(cfg.n_layers)]
         self.drop_encoder_grad = drop_encoder_grad
+        self.last_dmemory_only = last_dmemory_only
 
     def forward(self, src, tgt):
         self.src, self.tgt = src, tgt
@@ -242,7 +243,7 @@ class Seq2Seq:
         dh, dm = g @ self.W_out.T, 0
         for layer in reversed(self.dec):
             dh, d = layer.backward(dh)
-            dm = dm + d
+            dm = d if self.last_dmemory_only else dm + d
         self.dE_tgt = np.zeros_like(self.E_tgt)
         np.add.at(self.dE_tgt, self.tgt, dh)
         if self.drop_encoder_grad:        # the memory's gradient never reaches the encoder
