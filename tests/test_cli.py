@@ -201,6 +201,43 @@ def test_a_result_that_cannot_be_written_after_the_run_is_one_line_exit_2(capsys
                            "left on device); free space there or choose another path")
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")    # (the swallowing is the point)
+def test_a_ctrl_c_python_swallows_still_ends_the_run_with_130(monkeypatch, capsys):
+    # a KeyboardInterrupt raised inside a weakref (or gc) callback is printed as "Exception ignored in ..." and
+    # lost: a Ctrl-C that landed there let the run go on and exit 0 (seen in gradlab's own Session._share)
+    import signal
+    import time
+    import weakref
+    from gradlab.frontends import cli
+
+    class Thing:
+        pass
+
+    def command(args):
+        thing = Thing()
+        weakref.finalize(thing, lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(0.2)))
+        del thing
+        return 0
+    monkeypatch.setattr(cli, "_command", command)
+    assert cli.main(["list"]) == 130
+    err = capsys.readouterr().err
+    assert err.strip().endswith("gradlab: interrupted")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler     # put back
+
+
+def test_a_reader_that_leaves_does_not_change_the_exit_status_or_the_json(tmp_path):
+    # `gradlab check ... | head -1`: a closed pipe ended the run with exit 0 (read as a pass) and no JSON
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([sys.executable, "-m", "gradlab", "check", "attention", "--impl",
+                             str(EXAMPLES / "broken_attention.py"), "--seed", "0", "--json", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()                        # the reader leaves after the first line
+    proc.wait(timeout=120)
+    assert proc.returncode == 1 and json.loads(out.read_text())["passed"] is False
+    assert b"Traceback" not in proc.stderr.read()
+
+
 def test_json_for_check_all(tmp_path, capsys):
     target = tmp_path / "all.json"
     code, out, _ = run_main(capsys, "check", "all", "--impl", str(EXAMPLES / "student_modules.py"),

@@ -154,6 +154,71 @@ def test_ctrl_c_stops_every_lane_and_its_worker(group):
     assert not [pid for pid in tree if os.path.exists(f"/proc/{pid}") and _state(pid) != "Z"]
 
 
+FORKS_SLEEPERS = """
+import os
+import time
+
+import numpy as np
+
+import gradlab
+from _layernorm import LayerNorm
+
+PIDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pids.txt")
+
+
+def sleeper():
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(3600)
+        os._exit(0)
+    with open(PIDS, "a") as fh:
+        fh.write(f"{pid}\\n")
+
+
+class Forks(LayerNorm):
+    def forward(self, x):
+        sleeper()
+        time.sleep(0.05)
+        return super().forward(x)
+
+
+@gradlab.register("layernorm")
+def build(cfg):
+    return Forks(cfg.d_model, cfg.eps)
+
+
+@gradlab.register("softmax")
+def softmax(x, axis=-1):
+    sleeper()
+    time.sleep(0.05)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+"""
+
+
+def test_ctrl_c_leaves_none_of_what_the_code_started_running(tmp_path):
+    # the terminal's SIGINT reaches the lanes, and the coordinator sends them one more: the second cut a lane's
+    # stop of its worker short, and the sleepers the code had forked lived on (an hour)
+    (tmp_path / "_layernorm.py").write_text((HOSTILE / "_layernorm.py").read_text())
+    impl = tmp_path / "forks.py"
+    impl.write_text(FORKS_SLEEPERS)
+    for delay in (1.0, 1.6):
+        (tmp_path / "pids.txt").write_text("")
+        proc = subprocess.Popen([sys.executable, "-m", "gradlab", "check", "all", "--impl", str(impl), "--workers",
+                                 "2", "--timeout", "30"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=ENV, start_new_session=True)
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.communicate(timeout=60)
+        time.sleep(0.3)
+        pids = [int(p) for p in (tmp_path / "pids.txt").read_text().split()]
+        assert pids, "the code forked nothing before Ctrl-C"
+        alive = [pid for pid in pids if os.path.exists(f"/proc/{pid}") and _state(pid) != "Z"]
+        for pid in alive:              # (a failing run leaves no sleeper behind the test either)
+            os.kill(pid, signal.SIGKILL)
+        assert not alive, (delay, proc.returncode, alive)
+
+
 def test_workers_must_be_a_whole_number_of_one_or_more():
     for value in ("0", "-1"):
         run = cli("check", "all", "--workers", value)
@@ -161,6 +226,11 @@ def test_workers_must_be_a_whole_number_of_one_or_more():
         assert f"--workers {value}: checks no kind at a time; give 1 or more" in run.stderr
     with pytest.raises(UsageError, match="checks no kind at a time"):
         gradlab.check("all", workers=0)
+    with pytest.raises(UsageError, match="must be a whole number"):
+        gradlab.check("all", workers=1.5)
+    import numpy as np
+    for whole in (1.0, np.int64(1)):        # from Python, whole numbers of any type (one lane: quick here)
+        assert gradlab.check("softmax,clip_grad_norm", workers=whole, checks="smoke", seed=0).passed
 
 
 def _descendants(pid):

@@ -19,6 +19,7 @@ refused with the size that would fit.
 import difflib
 import math
 import numbers
+import operator
 import os
 import tempfile
 from dataclasses import dataclass
@@ -44,6 +45,12 @@ def check_workers(value, flag="--workers", does="checks no kind"):
     """How many run at once (check: kinds, grade: submissions): None (one per core) or an int >= 1."""
     if value is None:
         return value
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)                  # (2.0 from Python: whole, as CONTRACT §4 accepts 12.0)
+    try:
+        value = operator.index(value) if not isinstance(value, bool) else value   # (numpy's integers too)
+    except TypeError:
+        pass
     if isinstance(value, bool) or not isinstance(value, int):
         raise refuse(f"{flag} {shown(value)}", "must be a whole number", "give 1 or more")
     if value < 1:

@@ -244,6 +244,7 @@ class _Lane:
                 os.close(from_lane)
                 os.close(to_lane)
                 tempfile.tempdir = scratch        # its workers' folders go there
+                signal.signal(signal.SIGINT, _interrupted_once)
                 _lane_main(plan, limits, from_here, to_here)
                 code = 0
             except BaseException:     # Ctrl-C (its worker is stopped by then), a worker that would not start, or
@@ -287,8 +288,9 @@ class _Lane:
         return out
 
     def sweep(self):
-        """What the lane's workers left running, if the lane could not stop them itself (killed)."""
-        if self.status is not None and os.WIFSIGNALED(self.status):
+        """What the lane's workers left running, if the lane could not stop them itself (killed, or ended
+        with an error: a sweep that finds nothing costs a look at /proc)."""
+        if self.status is not None and (os.WIFSIGNALED(self.status) or os.WEXITSTATUS(self.status) != 0):
             for token in self.tokens:
                 limits_mod.sweep(set(), token)
 
@@ -323,6 +325,14 @@ class _Lane:
         if os.WIFSIGNALED(self.status):
             return f"killed by signal {os.WTERMSIG(self.status)}"
         return f"exit status {os.WEXITSTATUS(self.status)}"
+
+
+def _interrupted_once(signum, frame):
+    """A lane's SIGINT: the first stops the lane (KeyboardInterrupt: its worker is stopped on the way out);
+    any later one is ignored, so that stopping it is not cut short. (Ctrl-C reaches a lane twice: from the
+    terminal, and from the coordinator's _stop.)"""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
 
 
 def _send(fd, message):

@@ -28,7 +28,7 @@ def check(kind, impl=None, checks=None, seed=None, timeout=None, on_record=None,
         limits = Limits(spin=True)     # one run at a time (a thread pool of checks does not poll: Limits.spins)
     if workers is None and not main:
         workers = 1                    # (a thread pool of checks: each run in its own thread, one lane each)
-    options.check_workers(workers)
+    workers = options.check_workers(workers)
     with time_limit(timeout):   # importing the student's file is under the limit too
         plan = Plan(impl, kinds=kind, checks=checks, seed=seed, overrides=overrides, isolate=isolate,
                     limits=worker_limits(limits), workers=workers)

@@ -113,15 +113,11 @@ def main(argv=None):
         parser.print_help()
         return 2
     try:
-        if args.command == "list":
-            return cmd_list()
-        if args.command == "train":
-            from gradlab.training.command import run as cmd_train
-            return cmd_train(args)
-        from gradlab.frontends import grade_cli
-        if args.command in grade_cli.COMMANDS:
-            return grade_cli.run(args)
-        return cmd_check(args)
+        with _ctrl_c_remembered(), _stdout_survives_a_closed_pipe():
+            code = _command(args)
+        if _CTRL_C["seen"]:           # a Ctrl-C Python swallowed on the way (see _ctrl_c_remembered)
+            raise KeyboardInterrupt
+        return code
     except UsageError as e:
         print(f"gradlab: error: {e}", file=sys.stderr)
         if getattr(args, "verbose", False) and e.__cause__ is not None:
@@ -161,6 +157,95 @@ def parse_overrides(pairs, dtype):
                                  "give --dtype alone")
         overrides["dtype"] = dtype
     return overrides
+
+
+def _command(args):
+    if args.command == "list":
+        return cmd_list()
+    if args.command == "train":
+        from gradlab.training.command import run as cmd_train
+        return cmd_train(args)
+    from gradlab.frontends import grade_cli
+    if args.command in grade_cli.COMMANDS:
+        return grade_cli.run(args)
+    return cmd_check(args)
+
+
+_CTRL_C = {"seen": False}
+
+
+def interrupted():
+    """Raise KeyboardInterrupt if Ctrl-C was pressed and Python swallowed it (a front end calls this between
+    checks)."""
+    if _CTRL_C["seen"]:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _ctrl_c_remembered():
+    """Ctrl-C raises KeyboardInterrupt as ever, and is also remembered: one raised inside a weakref or gc
+    callback is printed as 'Exception ignored in ...' and swallowed, and the run would go on to exit 0.
+    Remembered, it ends the run at the next record, or at its end: exit 130 either way."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield                         # (a caller's own handler, or none to install from here: left alone)
+        return
+
+    def handler(signum, frame):
+        _CTRL_C["seen"] = True
+        raise KeyboardInterrupt
+    _CTRL_C["seen"] = False
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+class _PipeSafe:
+    """stdout that outlives its reader (`gradlab check ... | head`): once the pipe is closed, what is
+    printed goes nowhere, and the run goes on to its files and its real exit status."""
+
+    def __init__(self, stream):
+        self._stream, self._broken = stream, False
+
+    def write(self, text):
+        if not self._broken:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._gone()
+        return len(text)
+
+    def flush(self):
+        if not self._broken:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._gone()
+
+    def _gone(self):
+        self._broken = True
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())   # (Python's own flush at exit)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _stdout_survives_a_closed_pipe():
+    stream = sys.stdout
+    sys.stdout = _PipeSafe(stream)
+    try:
+        yield
+    finally:
+        if isinstance(sys.stdout, _PipeSafe):
+            sys.stdout = stream
 
 
 def run_limits(args):
@@ -211,6 +296,7 @@ def cmd_check(args):
     progress = None
 
     def on_record(kind_result, record):
+        interrupted()
         progress.clear()
         print_record(kind_result, record, args.verbose)
         progress.update(kind_result)
