@@ -363,8 +363,8 @@ def cmd_explore(args, overrides, run_limits_=None):
     from gradlab.execution import explore, runner
     from gradlab.execution.plan import Plan
     n = options.check_explore(args.explore)
-    if args.kind == "all":
-        raise options.refuse("check all --explore", "--explore explores one kind at a time",
+    if args.kind == "all" or "," in args.kind:
+        raise options.refuse(f"check {args.kind} --explore", "--explore explores one kind at a time",
                              "e.g. gradlab check attention --explore 20")
     get_kind(args.kind)
     for flag, value in (("--json", args.json), ("--report", args.report)):
