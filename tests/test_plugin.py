@@ -2,6 +2,7 @@
 (pytester): items and ids, what a failure shows, the precondition, collection
 errors, and the report assembled on the xdist controller."""
 import re
+from pathlib import Path
 
 import pytest
 
@@ -84,6 +85,18 @@ def test_xdist_workers_share_the_seed_and_the_controller_writes_one_report(pytes
     assert re.findall(r"<dt>seed</dt><dd>([^<]*)</dd>", html) == [seed]   # every worker used the controller's seed
     assert "<script>" not in html and "&lt;script&gt;alert(" in html      # student text is escaped
     assert html.index('id="failures"') < html.index('id="summary"')
+
+
+def test_a_call_past_its_limit_gives_the_same_records_whichever_check_a_worker_runs_first(pytester):
+    # the layernorm loops in forward: run ahead of smoke, whichever layernorm check an xdist worker took first
+    # kept an error of its own (2 failed under -n 2, by scheduling; 1 without -n)
+    hostile = Path(__file__).parent / "zoo" / "hostile"
+    for name in ("loop_in_one_kind.py", "_layernorm.py"):
+        (pytester.path / name).write_text((hostile / name).read_text())
+    args = ["--gradlab-impl", "loop_in_one_kind.py", "--gradlab-seed", "1", "--gradlab-timeout", "1"]
+    alone = pytester.runpytest_subprocess("-p", "no:xdist", *args).parseoutcomes()
+    assert alone["failed"] == 1 and alone["skipped"] >= 8, alone
+    assert pytester.runpytest_subprocess("-n", "2", *args).parseoutcomes() == alone
 
 
 def test_parametrize_with_checks_in_a_users_test_file(pytester, student):

@@ -129,6 +129,7 @@ class Plan:
     isolate: object = None     # run the student's code in a worker process (None: yes for files and module names)
     limits: object = None      # the worker's Limits (None: the defaults)
     workers: int = 1           # kinds run at once, each through a worker of its own (None: one per core; lanes.py)
+    ahead: bool = True         # the first check after the precondition may run ahead of it (see precondition)
 
     def __post_init__(self):
         # every option is checked (gradlab/contract/options.py) before the file is imported or anything runs
@@ -198,7 +199,7 @@ class Plan:
         and its calls showed what the precondition asks, the precondition is not run itself."""
         if kind not in self._preconditions:
             spec = suite.resolve([PRECONDITION])[0]
-            if first is not None and first.name != PRECONDITION and first.applies(get_kind(kind)) \
+            if self.ahead and first is not None and first.name != PRECONDITION and first.applies(get_kind(kind)) \
                     and spec.shown_by is not None:
                 subject = self.subject(kind)
                 ahead = self._ahead[(kind, first.name)] = run_one(first, subject, self.seed)
