@@ -30,6 +30,7 @@ TABLE = [
     ("art_warmup_ok_article.py", "warmup", None, []),
     ("art_warmup_ok_step.py", "warmup", None, []),
     ("art_warmup_ok_noamopt.py", "warmup", None, []),     # (step() returns None and there is no get_last_lr())
+    ("art_warmup_ok_noamopt_rate_step.py", "warmup", None, []),   # (and rate(step) cannot be called bare: _rate)
     ("art_warmup_ok_step.py", "schedule", None, []),
     ("art_warmup_class_counter.py", "warmup", "trajectory", ["shared between instances", "class attribute"]),
     ("art_warmup_starts_at_one.py", "warmup", "trajectory", ["step 1", "step + 1"]),

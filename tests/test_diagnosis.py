@@ -173,6 +173,8 @@ def test_position_pattern():
                                                   "occur", "the lookup path is missing"]),
     ("layernorm", "diag_bad_layernorm_last_sample_cache.py", ["right for the last sample of the batch only",
                                                               "overwrites self.cache"]),
+    # the other samples' dx exactly 0 (dx made anew in backward's loop): not blamed on forward's cache
+    ("layernorm", "diag_bad_layernorm_dx_reset_in_loop.py", ["is zero at", "never filled in backward"]),
 ])
 def test_gradient_check_reports_the_diagnosis(run, zoo, kind, name, words):
     record = run(kind, zoo(name), ["gradient"])["gradient"]

@@ -155,8 +155,8 @@ def _one_sample_right(kind, name, a, n, context, cfg, what):
         return None
     scale = max(float(np.abs(n).max()), 1e-30)
     right = [_close(a[b], n[b], scale) for b in range(B)]
-    if right.count(True) != 1:
-        return None
+    if right.count(True) != 1 or not any(np.any(a[b]) for b in range(B) if not right[b]):
+        return None         # (the others exactly 0: backward never fills them; _partly_zero says so)
     b = right.index(True)
     if b == B - 1:
         return (f"{what} is right for the last sample of the batch only and wrong for the others: backward uses "

@@ -115,14 +115,16 @@ class Scheduler:
     def _read(self, what):
         """The lr after a step() that returned None."""
         obj = self.obj
-        for name in ("get_last_lr", "get_lr", "rate"):         # rate(): the Annotated Transformer's NoamOpt
+        for name in ("get_last_lr", "get_lr"):
             method = getattr(obj, name, None)
             if callable(method):
                 got = self.subject.run(f"{name}()", method)
                 return got[0] if isinstance(got, (list, tuple)) and got else got
-        for name in ("lr", "learning_rate", "rate", "_rate"):
+        for name in ("lr", "learning_rate", "rate", "_rate"):      # _rate: the Annotated Transformer's NoamOpt
             if isinstance(getattr(obj, name, None), (int, float, np.floating)):
                 return getattr(obj, name)
+        if callable(getattr(obj, "rate", None)):                 # its rate(step=None), when no _rate is kept
+            return self.subject.run("rate()", obj.rate)
         raise StudentError(f"{what} returned None and the scheduler has no get_last_lr(), get_lr(), rate() or lr "
                            "attribute; return the learning rate from the call")
 

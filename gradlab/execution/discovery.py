@@ -31,6 +31,7 @@ GRAD_PATTERNS = ("d{}", "grad_{}", "{}_grad", "_d{}", "grad{}")   # gradW, gradB
 GRAD_FIELDS = ("grad", "gradient")           # where a Parameter-like object keeps its gradient
 NAME_LISTS = ("names", "param_names")        # names for a params list, by position
 VALUE_FIELDS = ("data", "value")             # where a Parameter-like object keeps its array
+BUFFER_ATTRIBUTES = ("_buffers", "buffers")    # torch's (register_buffer): arrays that are no parameters
 KEY_ATTRIBUTES = ("params", "grads")         # a property among these that raises is the student's error
 MAX_DEPTH = 12                               # nesting walked (an lm: lm.blocks.0.attn is 3)
 _SCALARS = (str, bytes, int, float, complex, bool, type(None), np.generic)
@@ -240,7 +241,8 @@ class _Search:
                 for key, item in items:
                     if _param_field(item) and self._at_build(_param_array(item)):
                         self._entry(obj, f"{prefix}{attr}.{key}", item, None)
-                    elif _carries_grad(item) and self._at_build(item):     # a torch-like _parameters dict's
+                    elif _carries_grad(item) and attr not in BUFFER_ATTRIBUTES and self._at_build(item):
+                        # (a torch-like _parameters dict's; a _buffers dict holds no parameters: a causal mask)
                         self.add(obj, f"{prefix}{attr}.{key}", item, ("param", item, _grad_field(item)))
                 # arrays kept per head (W_q[h], its gradient in dW_q[h]): a container of the same kind beside it
                 gname = _partner(attr, attrs, dict if isinstance(value, dict) else (list, tuple))

@@ -1,5 +1,5 @@
-"""The Annotated Transformer's NoamOpt, without the torch optimizer it wraps: step() advances and keeps the
-rate in self._rate, returning nothing; rate(step=None) gives the current step's."""
+"""The Annotated Transformer's NoamOpt, without the torch optimizer it wraps (nor the rate it stores): step()
+advances and returns nothing; rate(step=None) gives the current step's."""
 import gradlab
 
 
@@ -7,11 +7,9 @@ class NoamOpt:
     def __init__(self, model_size, factor, warmup):
         self._step = 0
         self.warmup, self.factor, self.model_size = warmup, factor, model_size
-        self._rate = 0
 
     def step(self):
         self._step += 1
-        self._rate = self.rate()
 
     def rate(self, step=None):
         step = self._step if step is None else step

@@ -1,7 +1,7 @@
 """Correct: PyTorch's nn.Module bookkeeping rebuilt in NumPy. A Parameter is an ndarray subclass carrying
 .grad (as torch's Parameter is a Tensor); Module.__setattr__ files parameters into an ordered
-`_parameters` dict and child modules into `_modules`, and __getattr__ serves them, so neither is an
-attribute of its own. Linear keeps weight as (out_features, in_features) and computes x @ weight.T, so the
+`_parameters` dict, child modules into `_modules` and buffers (a constant of the same type) into
+`_buffers`, and __getattr__ serves them, so none is an attribute of its own. Linear keeps weight as (out_features, in_features) and computes x @ weight.T, so the
 reference's weights are copied in by a param_map function."""
 from collections import OrderedDict
 
@@ -24,7 +24,11 @@ class Parameter(np.ndarray):
 class Module:
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_modules", OrderedDict())
+
+    def register_buffer(self, name, value):
+        self._buffers[name] = value
 
     def __setattr__(self, name, value):
         if isinstance(value, Parameter):
@@ -35,7 +39,7 @@ class Module:
             object.__setattr__(self, name, value)
 
     def __getattr__(self, name):
-        for store in ("_parameters", "_modules"):
+        for store in ("_parameters", "_buffers", "_modules"):
             found = self.__dict__.get(store, {})
             if name in found:
                 return found[name]
@@ -71,10 +75,13 @@ class FeedForward(Module):
         super().__init__()
         self.fc1 = linear(d_model, d_ff, rng, dtype)
         self.fc2 = linear(d_ff, d_model, rng, dtype)
+        # a constant kept as a buffer, of the same type as the parameters (torch's register_buffer): no parameter
+        self.register_buffer("gelu_c", Parameter(np.array([np.sqrt(2 / np.pi), 0.044715])))
 
     def forward(self, x):
         self.h = self.fc1(x)
-        self.t = np.tanh(np.sqrt(2 / np.pi) * (self.h + 0.044715 * self.h ** 3))
+        c, k = np.asarray(self.gelu_c)
+        self.t = np.tanh(c * (self.h + k * self.h ** 3))
         return self.fc2(0.5 * self.h * (1 + self.t))
 
     def backward(self, dy):
