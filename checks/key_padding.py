@@ -110,24 +110,37 @@ def key_padding(subject, rng):
 
 
 def _no_mask(subject, module, inputs, k, tol):
-    """forward with key_padding_mask=None gives what a mask with no padded key gives."""
+    """forward (and backward) with key_padding_mask=None give what a mask with no padded key gives."""
     kind = subject.kind
     clear = list(copies(inputs))
     clear[k] = np.zeros_like(inputs[k])
-    want = subject.forward(module, *clear).astype(np.float64)
     none = list(copies(inputs))
     none[k] = None
+    g = np.random.default_rng(0).standard_normal(subject.output_shape()).astype(subject.cfg.np_dtype)
+    want = _with_mask(subject, module, clear, g)
     try:
-        got = subject.forward(module, *none).astype(np.float64)
+        got = _with_mask(subject, module, none, g)
     except StudentError as e:
-        raise CheckFailure(f"{kind.name}: forward with key_padding_mask=None failed ({e}): the mask may be None "
-                           "(CONTRACT §3), which means no key is padded; a seq2seq's decoder is called that "
-                           "way (test `if key_padding_mask is not None` before using it)") from None
-    diff = float(np.abs(got - want).max())
-    if diff > tol:
-        raise CheckFailure(f"{kind.name}: forward with key_padding_mask=None differs by {diff:.3g} from forward "
-                           f"with a mask that pads nothing (tolerance {tol:.1g}): None means no key is padded",
-                           {"max_change": diff, "tolerance": tol})
+        raise CheckFailure(f"{kind.name}: with key_padding_mask=None, {e}: the mask may be None (CONTRACT §3), "
+                           "which means no key is padded; a seq2seq's decoder is called that way (test `if "
+                           "key_padding_mask is not None` before using it, in forward and in backward)") from None
+    for (name, w), (_, v) in zip(want, got):
+        diff = float(np.abs(v - w).max())
+        scale = max(float(np.abs(w).max()), 1.0)
+        if diff > tol * scale:
+            raise CheckFailure(f"{kind.name}: with key_padding_mask=None, {name} differs by {diff:.3g} from what a "
+                               f"mask that pads nothing gives (tolerance {tol * scale:.1g}): None means no key is "
+                               "padded", {"max_change": diff, "tolerance": tol * scale})
+
+
+def _with_mask(subject, module, inputs, g):
+    """[(what, float64 array)]: forward's output, then (with a backward) backward's gradients."""
+    out = [("forward's output", subject.forward(module, *inputs).astype(np.float64))]
+    if not subject.no_backward:
+        grads = subject.backward(module, g.copy())
+        out += [(f"backward's d{spec.name}", d.astype(np.float64))
+                for spec, d in zip(subject.kind.grad_inputs(), grads)]
+    return out
 
 
 def _padded_weights(subject, module, mask):

@@ -79,8 +79,10 @@ TABLE = [
     ("art_cross_no_dmemory.py", "cross_attention", "smoke", ["tuple (dx, dmemory)"]),
     ("art_cross_dmemory_no_v.py", "cross_attention", "gradient", ["input gradient 'memory'", "dmemory"]),
     ("art_cross_mask_ignored.py", "cross_attention", "key_padding", ["padded key positions", "zero attention weight"]),
-    ("art_cross_mask_none_crashes.py", "cross_attention", "key_padding", ["key_padding_mask=None failed",
+    ("art_cross_mask_none_crashes.py", "cross_attention", "key_padding", ["with key_padding_mask=None, forward raised",
                                                                          "which means no key is padded"]),
+    ("art_cross_mask_none_backward.py", "cross_attention", "key_padding", ["with key_padding_mask=None, backward's "
+                                                                          "dmemory differs", "None means no key"]),
     ("art_cross_mask_inverted.py", "cross_attention", "key_padding", ["looks inverted", "True means padded"]),
     ("art_cross_neginf_nan.py", "cross_attention", "key_padding", ["every key of sample 0 padded", "nan"]),
     ("art_decoder_ok.py", "decoder_layer", None, []),
