@@ -229,13 +229,19 @@ def test_a_module_holding_the_same_kinds_reference_as_a_child_is_refused(name, p
 
 
 @pytest.mark.parametrize("isolate", [True, False])
-@pytest.mark.parametrize("name, held", [("calls_reference_helpers", "gradlab.modules.layernorm.layernorm"),
-                                        ("borrows_reference_methods", "gradlab.modules.layernorm")])
-def test_a_file_holding_the_same_kinds_reference_at_its_top_level_is_refused(name, held, isolate):
+@pytest.mark.parametrize("kind, name, held", [
+    ("layernorm", "calls_reference_helpers", "gradlab.modules.layernorm.layernorm"),
+    ("layernorm", "borrows_reference_methods", "gradlab.modules.layernorm"),
+    # found by a later hunt: in the submission's helper file, as a dotted name, a class in a file of three kinds
+    ("layernorm", "reference_in_a_sibling/submission", "gradlab.modules.layernorm.layernorm, in mylib.py"),
+    ("layernorm", "reference_by_dotted_import", "gradlab.modules.layernorm.layernorm"),
+    ("adam", "borrows_reference_adam", "gradlab.modules.optim.Adam"),
+])
+def test_a_file_holding_the_same_kinds_reference_at_its_top_level_is_refused(kind, name, held, isolate):
     # a class of its own whose methods call gradlab's reference helpers, or its methods unbound, passed every
     # check (a helper's find; so did a subclass overriding with super() calls, and bound methods kept)
-    with pytest.raises(gradlab.UsageError, match="holds gradlab's own reference code of 'layernorm'") as e:
-        gradlab.check("layernorm", impl=hostile(name), seed=0, isolate=isolate, limits=LIMITS)
+    with pytest.raises(gradlab.UsageError, match=f"holds gradlab's own reference code of '{kind}'") as e:
+        gradlab.check(kind, impl=hostile(name), seed=0, isolate=isolate, limits=LIMITS)
     assert held in str(e.value) and "compare with gradlab's reference from another file" in str(e.value)
 
 

@@ -237,53 +237,132 @@ def _reference_homes():
     return _homes
 
 
-def holds_reference(target, kind):
+def holds_reference(target, kind, siblings=()):
     """'gradlab.modules.layernorm.layernorm_backward' when the module `target` (a registered factory or function)
-    is defined in holds, among its top-level names, gradlab's reference code of `kind`: the reference module of
-    that kind alone, or anything defined there (its class, its helper functions), or a function tagged with the
-    kind (functional.softmax for "softmax"). None otherwise: another kind's reference borrowed as a part (a
-    LayerNorm in a block, gradlab's softmax in a cross-entropy) is the student's code, and so is a module hosting
-    several kinds' references (gradlab.modules.functional), which says nothing of which is used."""
+    is defined in, or another module of the submission's (`siblings`: its helper files), holds gradlab's reference
+    code of `kind`: among its top-level names, the reference module of that kind alone, or anything defined there
+    (its class, its helper functions), a function tagged with the kind (functional.softmax for "softmax"), a class
+    named as the kind (optim.Adam for "adam"); or, in the code of its functions and classes, a dotted
+    gradlab.modules.NAME[.MEMBER] that is one of those. None otherwise: another kind's reference borrowed as a
+    part (a LayerNorm in a block, gradlab's softmax in a cross-entropy) is the student's code, and so is a module
+    hosting several kinds' references (gradlab.modules.functional) held whole, which says nothing of which is used."""
     fn = getattr(target, "func", target)
     module = sys.modules.get(getattr(fn, "__module__", None) or "")
     if module is None or is_reference_code(fn):
         return None
-    homes = _reference_homes()
+    for candidate in [module] + [m for m in siblings if m is not module]:
+        found = _held_in(candidate, kind)
+        if found:
+            return found if candidate is module else f"{found}, in {os.path.basename(candidate.__file__)}"
+    return None
+
+
+def _submission_modules(before, folder):
+    """The modules imported from the submission's folder since `before` (sys.modules' names then): its own
+    helper files, as this import of it brought them in (not a file checked earlier in this process)."""
+    folder = os.path.join(os.path.abspath(folder), "")
+    out = []
+    for name in set(sys.modules) - before:
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(path, str) and os.path.abspath(path).startswith(folder):
+            out.append(sys.modules[name])
+    return out
+
+
+def _reference_kinds(name, member=None, value=None):
+    """The kinds a piece of gradlab.modules.NAME (the module itself when member is None) is the reference of."""
+    homes = _reference_homes().get(name, set())
+    if member is None:
+        return homes if len(homes) == 1 else set()
+    tags = getattr(value, "__gradlab__", None)
+    if isinstance(tags, (list, tuple)) and tags:
+        return {getattr(t, "kind", None) for t in tags}
+    if len(homes) == 1:
+        return homes
+    return {k for k in homes if str(member).lower() == k}       # optim.Adam: adam's, in a file of three kinds
+
+
+def _held_in(module, kind):
     try:
         values = list(vars(module).values())
     except TypeError:
         return None
+    codes = []
     for value in values:
         try:
             if isinstance(value, types.ModuleType):
-                name, where = value.__name__, value.__name__
-                kinds = homes.get(name, set())
-            else:
-                name = getattr(value, "__module__", None)
-                if not isinstance(name, str) or not (name + ".").startswith("gradlab.modules."):
-                    continue
-                where = f"{name}.{getattr(value, '__qualname__', '')}".rstrip(".")
-                tags = getattr(value, "__gradlab__", None)
-                kinds = {getattr(t, "kind", None) for t in tags} if isinstance(tags, (list, tuple)) and tags \
-                    else homes.get(name, set())
+                if kind in _reference_kinds(value.__name__):
+                    return value.__name__
+                continue
+            name = getattr(value, "__module__", None)
+            if name == module.__name__:              # the file's own functions and classes: their code
+                codes += _codes_of(value)
+                continue
+            if not isinstance(name, str) or not (name + ".").startswith("gradlab.modules."):
+                continue
+            member = getattr(value, "__name__", None)
+            if kind in _reference_kinds(name, member, value):
+                return f"{name}.{getattr(value, '__qualname__', '')}".rstrip(".")
         except Exception:          # a hostile object: judged by its calls
             continue
-        if kind in kinds and len(kinds) == 1:
-            return where
+    return _dotted(codes, kind)
+
+
+def _codes_of(value):
+    """The code objects of a function, or of a class's functions (methods, static and class methods)."""
+    fn = getattr(value, "__func__", value)
+    if isinstance(fn, types.FunctionType):
+        return [fn.__code__]
+    if isinstance(value, type):
+        out = []
+        for item in vars(value).values():
+            item = getattr(item, "__func__", item)
+            if isinstance(item, types.FunctionType):
+                out.append(item.__code__)
+        return out
+    return []
+
+
+def _dotted(codes, kind):
+    """'gradlab.modules.layernorm' when some code reads gradlab.modules.NAME[.MEMBER], the reference of `kind`
+    (`import gradlab.modules.layernorm` binds only `gradlab`)."""
+    import dis
+    stack, seen = list(codes), set()
+    while stack:
+        code = stack.pop()
+        if code in seen or len(seen) > 500:
+            continue
+        seen.add(code)
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        names = [(i.opname, i.argval) for i in dis.get_instructions(code)]
+        for at, (op, arg) in enumerate(names[:-2]):
+            if arg != "gradlab" or op not in ("LOAD_GLOBAL", "LOAD_NAME") or names[at + 1] != ("LOAD_ATTR", "modules"):
+                continue
+            chain = [a for o, a in names[at + 2:at + 4] if o in ("LOAD_ATTR", "LOAD_METHOD")]
+            if not chain:
+                continue
+            name = f"gradlab.modules.{chain[0]}"
+            if len(chain) == 1 or chain[1] is None:
+                if kind in _reference_kinds(name):
+                    return name
+                continue
+            value = getattr(sys.modules.get(name), str(chain[1]), None)
+            if kind in _reference_kinds(name) or kind in _reference_kinds(name, chain[1], value):
+                return f"{name}.{chain[1]}"
     return None
 
 
-def _refuse_references(regs, name):
+def _refuse_references(regs, name, siblings=()):
     """(registrations that count, {kind: why not}): a registration counts only
     if the registered callable is defined in the submission's own files, not
     imported or re-exported from gradlab's reference modules; a function kind's
     function that calls the reference for that kind does not count either."""
     from gradlab.contract.kinds import KINDS
-    kept, refused = [], {}
+    kept, refused, reexported = [], {}, {}
     for reg in regs:
         wraps = reg.kind in KINDS and KINDS[reg.kind].form == "function" and calls_reference(reg.target, reg.kind)
         try:
-            held = None if wraps or is_reference_code(reg.target) else holds_reference(reg.target, reg.kind)
+            held = None if wraps or is_reference_code(reg.target) else holds_reference(reg.target, reg.kind, siblings)
         except Exception:    # gradlab's code broken by a patch made at import: the checks judge the code itself
             held = None
         if held:
@@ -295,15 +374,18 @@ def _refuse_references(regs, name):
                                  "parts)")
         elif is_reference_code(reg.target):
             where = getattr(getattr(reg.target, "func", reg.target), "__module__", "gradlab.modules")
-            refused[reg.kind] = (f"{name} registers {reg.kind!r} with gradlab's own reference implementation "
-                                 f"({where}), imported or re-exported, not code of its own; gradlab checks "
-                                 f"the code you wrote: register a factory defined in your file")
+            reexported[reg.kind] = (f"{name} registers {reg.kind!r} with gradlab's own reference implementation "
+                                    f"({where}), imported or re-exported, not code of its own; gradlab checks "
+                                    f"the code you wrote: register a factory defined in your file")
         elif wraps:
             refused[reg.kind] = (f"{name} registers {reg.kind!r} with a function that calls gradlab's own reference "
                                  f"implementation of it ({wraps}), not code of its own; gradlab checks the code you "
                                  f"wrote: compute it in your function")
         else:
             kept.append(reg)
+    # the file's own registrations' reasons first (the one said when nothing counts): importing a reference
+    # module registers its kinds too (optim.py: sgd, adam, adamw), which the file did not write
+    refused.update({k: v for k, v in reexported.items() if k not in refused})
     refused = {k: v for k, v in refused.items() if k not in {r.kind for r in kept}}
     return kept, refused
 
@@ -324,6 +406,7 @@ def _load_file(path):
     module = importlib.util.module_from_spec(spec)
     folder = os.path.dirname(full)
     sys.path.insert(0, folder)          # the student's file may import its siblings
+    before = set(sys.modules)
     sys.modules[mod_name] = module
     _loading.append(full)
     try:
@@ -343,7 +426,7 @@ def _load_file(path):
         found = _tagged(module)         # reference modules imported before: their functions keep their tags
         if not any(is_reference_code(r.target) for r in found):
             found = []
-    found, refused = _refuse_references(found, path)
+    found, refused = _refuse_references(found, path, _submission_modules(before, folder))
     if not found:
         if refused:
             raise UsageError(next(iter(refused.values())))
