@@ -246,6 +246,19 @@ def test_a_file_holding_the_same_kinds_reference_at_its_top_level_is_refused(kin
 
 
 @pytest.mark.parametrize("isolate", [True, False])
+def test_check_all_says_which_registration_did_not_count(isolate):
+    # the refused softmax was left out of `check all` without a word: the run looked like a clean pass
+    result = gradlab.check("all", impl=hostile("refused_beside_a_counted_kind"), seed=0, isolate=isolate,
+                           limits=LIMITS, workers=1)
+    by_kind = {r.kind: r for r in result.results}
+    assert list(by_kind) == ["softmax", "cross_entropy"] and not result.passed
+    refused = by_kind["softmax"].checks
+    assert [(c.name, c.status) for c in refused] == [("smoke", "error")]
+    assert "softmax: not checked:" in refused[0].message and "holds gradlab's own reference code" in refused[0].message
+    assert by_kind["cross_entropy"].passed
+
+
+@pytest.mark.parametrize("isolate", [True, False])
 def test_a_module_made_of_other_kinds_references_is_the_students_own(isolate):
     # a block wired by the student from gradlab's LayerNorm, attention and feed-forward: its kind's work
     # (the residual wiring, the order) is the student's, and the parts are other kinds' references

@@ -24,6 +24,7 @@ class Implementation:
     registrations: dict = field(default_factory=dict)   # kind -> Registration
     files: tuple = ()                            # student files, to point at their frames
     refused: dict = field(default_factory=dict)  # kind -> why its registration does not count
+    refused_own: tuple = ()                      # those of them the file wrote itself (not a reference's import)
 
     def get(self, kind):
         try:
@@ -385,9 +386,10 @@ def _refuse_references(regs, name, siblings=()):
             kept.append(reg)
     # the file's own registrations' reasons first (the one said when nothing counts): importing a reference
     # module registers its kinds too (optim.py: sgd, adam, adamw), which the file did not write
+    own = set(refused)
     refused.update({k: v for k, v in reexported.items() if k not in refused})
     refused = {k: v for k, v in refused.items() if k not in {r.kind for r in kept}}
-    return kept, refused
+    return kept, refused, tuple(k for k in refused if k in own)
 
 
 def _load_file(path):
@@ -426,13 +428,13 @@ def _load_file(path):
         found = _tagged(module)         # reference modules imported before: their functions keep their tags
         if not any(is_reference_code(r.target) for r in found):
             found = []
-    found, refused = _refuse_references(found, path, _submission_modules(before, folder))
+    found, refused, own = _refuse_references(found, path, _submission_modules(before, folder))
     if not found:
         if refused:
             raise UsageError(next(iter(refused.values())))
         raise UsageError(f"{path} registers nothing; decorate its factory with @gradlab.register(\"attention\") "
                          "(or the kind it implements) and `import gradlab` at the top")
-    return Implementation(path, _index(found, path, own=mod_name), (full,), refused)
+    return Implementation(path, _index(found, path, own=mod_name), (full,), refused, own)
 
 
 _loading = []   # files being imported right now
@@ -466,15 +468,15 @@ def _load_module_name(name):
         module = guarded(f"importing {name}", importlib.import_module, name, error=UsageError)
     regs = found or _tagged(module)
     if name == "gradlab.modules" or name.startswith("gradlab.modules."):
-        refused = {}                    # gradlab's reference itself, asked for by name
+        refused, own = {}, ()           # gradlab's reference itself, asked for by name
     else:
-        regs, refused = _refuse_references(regs, name)
+        regs, refused, own = _refuse_references(regs, name)
     if not regs:
         if refused:
             raise UsageError(next(iter(refused.values())))
         raise UsageError(f"module {name} registers nothing; decorate its factory with @gradlab.register(KIND)")
     files = (getattr(module, "__file__", None),)
-    return Implementation(name, _index(regs, name), tuple(f for f in files if f), refused)
+    return Implementation(name, _index(regs, name), tuple(f for f in files if f), refused, own)
 
 
 def _source_file(fn):

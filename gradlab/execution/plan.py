@@ -142,8 +142,12 @@ class Plan:
         self.loaded = self.loaded or loader.open_implementation(self.impl, self.isolate, self.limits)
         try:
             self.bare = callable(self.impl) and not self.loaded.registrations   # implements whichever kind is asked
+            # kinds the file registers whose registration does not count (loader._refuse_references): in a run of
+            # every kind, each is an error record saying why, not left out without a word
+            own = getattr(self.loaded, "refused_own", ())
+            self.refused = {k: self.loaded.refused[k] for k in own} if asked is None else {}
             if asked is None:
-                self.kind_list = [k for k in KINDS if k in self.loaded.registrations]
+                self.kind_list = [k for k in KINDS if k in self.loaded.registrations or k in self.refused]
                 if not self.kind_list:
                     refused = getattr(self.loaded, "refused", None)
                     raise UsageError(next(iter(refused.values())) if refused else
@@ -240,6 +244,11 @@ class Plan:
     def run_kind(self, kind, on_record=None):
         """Every planned check of `kind`: a KindResult (on_record(result, record) after each)."""
         result = KindResult(kind, self.loaded.name, self.seed, self.config(kind).to_dict())
+        if kind in self.refused:
+            result.checks.append(CheckRecord(PRECONDITION, ERROR, f"{kind}: not checked: {self.refused[kind]}"))
+            if on_record:
+                on_record(result, result.checks[-1])
+            return result
         specs = self.checks_for(kind)
         for i, spec in enumerate(specs):
             if spec.name == PRECONDITION and i + 1 < len(specs):

@@ -1385,6 +1385,10 @@ class RemoteImplementation:
         self.files = tuple(info["files"])
         self.refused = {str(k): str(v) for k, v in (info.get("refused") or {}).items()} \
             if isinstance(info.get("refused"), dict) else {}
+        if impl is not None and shown_as is not None:      # the file as the user named it, not its absolute path
+            self.refused = {k: v.replace(os.fspath(impl), os.fspath(shown_as)) for k, v in self.refused.items()}
+        own = info.get("refused_own")
+        self.refused_own = tuple(k for k in own if k in self.refused) if isinstance(own, list) else ()
         self.registrations = {}
         for reg in info["registrations"]:
             kind = reg["kind"]

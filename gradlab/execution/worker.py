@@ -672,7 +672,8 @@ def _load(header, state):
         regs.append({"kind": kind, "target": h, "where": str(reg.where), "param_map": param_map,
                      "signature": _signature(reg.target), "reference": loader.is_reference_code(reg.target)})
     return {"name": str(loaded.name), "files": [str(f) for f in loaded.files], "registrations": regs,
-            "refused": {str(k): str(v) for k, v in getattr(loaded, "refused", {}).items()}}
+            "refused": {str(k): str(v) for k, v in getattr(loaded, "refused", {}).items()},
+            "refused_own": [str(k) for k in getattr(loaded, "refused_own", ())]}
 
 
 def _signature(fn):
