@@ -164,6 +164,7 @@ def _child(entry, kinds, rubric, seed, limits, result_path, workdir):
     os.dup2(out, 1)
     os.dup2(out, 2)
     os.chdir(workdir)
+    tempfile.tempdir = workdir          # the workers' folders too: removed with the job's, even if it is killed
     from gradlab.execution import harness, remote, zygote
     harness.set_quiet(True)
     zygote.ENABLED = os.environ.get("GRADLAB_FORK_WORKERS", "1") != "0"   # this process is the workers' zygote
