@@ -57,7 +57,11 @@ def mixed_precision(subject, rng):
     rows, views, skipped = [], [], 0
     base = subject.cfg
     # the third run moves the scale and the interval: a loss_scale or growth_interval hard-coded to the default
-    moved = {"loss_scale": base.loss_scale / 4, "growth_interval": base.growth_interval + 2}
+    # (a scale that is no whole number: a scale kept as an int, halved with //, shows at once; and never below
+    # the least cfg.loss_scale there is, 1: --set loss_scale=1 made it 0.25, refused mid-run with exit 2)
+    # (the interval moves down where it cannot move up: --set growth_interval=10000 made it 10002, refused too)
+    interval = base.growth_interval + 2 if base.growth_interval + 2 <= 10000 else base.growth_interval - 2
+    moved = {"loss_scale": max(1.0, base.loss_scale / 4) + 0.5, "growth_interval": max(1, interval)}
     for mode, changes in (("static", {}), ("dynamic", {}), ("dynamic", moved)):
         cfg = base.replace(loss_scaling=mode, **changes)
         if changes:

@@ -11,11 +11,12 @@ BROKEN = [
     ("mp_bad_no_skip.py", ["step 3", "inf", "must be skipped", "return False", "your step updated the weights"]),
     ("mp_bad_static_backoff.py", ["static loss scaling", "is 512, the reference's 1024", "never changes"]),
     ("mp_bad_never_grows.py", ["dynamic loss scaling", "after step 7", "doubles the scale after growth_interval = 4"]),
+    ("mp_bad_int_scale.py", ["gradlab's third run: cfg.loss_scale = 256.5", "is 256, the reference's 256.5"]),
     ("mp_bad_count_not_reset_at_growth.py", ["dynamic loss scaling", "after step 8", "is 2048, the reference's 1024",
                                              "counted since the last overflow or growth"]),
     ("mp_bad_half_converts_all.py", ["to_half_precision converted integer token ids", "only float32 arrays",
                                      "above 2048"]),
-    ("mp_bad_hardcoded_scale.py", ["gradlab's third run: cfg.loss_scale = 256", "must be cfg.loss_scale = 256"]),
+    ("mp_bad_hardcoded_scale.py", ["gradlab's third run: cfg.loss_scale = 256.5", "must be cfg.loss_scale = 256.5"]),
     ("mp_bad_half_converts_floats.py", ["to_half_precision converted a float64 array", "v.dtype == np.float32"]),
 ]
 
@@ -25,7 +26,9 @@ def test_correct_implementations_pass(zoo, run, all_pass, impl):
     for seed in range(20):
         all_pass(run("mixed_precision", impl and zoo(impl), seed=seed), seed)
     # other settings: a scale that is not a power of two, a short growth interval, float32 cfg
-    for overrides in ({"loss_scale": 1000.0}, {"growth_interval": 2}, {"dtype": "float32"}, {"dtype": "float16"}):
+    # (and the ends of the ranges, where the third run's moved settings were refused mid-run: exit 2)
+    for overrides in ({"loss_scale": 1000.0}, {"growth_interval": 2}, {"dtype": "float32"}, {"dtype": "float16"},
+                      {"loss_scale": 1.0}, {"growth_interval": 10000}):
         all_pass(run("mixed_precision", impl and zoo(impl), seed=3, **overrides), overrides)
 
 
