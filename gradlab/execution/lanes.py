@@ -33,16 +33,15 @@ calling thread), on Linux.
 """
 import dataclasses
 import os
-import pickle
 import shutil
 import signal
-import struct
 import sys
 import tempfile
 import time
+from multiprocessing.connection import Pipe, wait
 
 from gradlab.contract.errors import UsageError
-from gradlab.contract.records import ERROR, CheckRecord, KindResult, RunResult
+from gradlab.contract.records import ERROR, CheckRecord, RunResult
 from gradlab.execution import harness, loader, zygote
 from gradlab.execution import limits as limits_mod
 
@@ -119,10 +118,8 @@ def _lane_limits(plan, n):
 
 
 def _readable(lanes):
-    import select
-    open_ = {lane.fd: lane for lane in lanes if lane.open}
-    ready, _, _ = select.select(list(open_), [], [])
-    return [open_[fd] for fd in ready]
+    open_ = {lane.conn: lane for lane in lanes if lane.open}
+    return [open_[conn] for conn in wait(list(open_))]
 
 
 def _ended(lane, shown, todo):
@@ -155,8 +152,7 @@ class _Shown:
 
     def __init__(self, plan, on_record):
         self.plan, self.on_record = plan, on_record
-        self.results = {k: KindResult(k, plan.loaded.name, plan.seed, plan.config(k).to_dict())
-                        for k in plan.kind_list}
+        self.results = {k: plan.result(k) for k in plan.kind_list}
         self.waiting = {k: [] for k in plan.kind_list}     # kind -> messages not shown yet
         self.done = set()
         self.cursor = 0
@@ -164,8 +160,8 @@ class _Shown:
     def take(self, message):
         """A lane's message; True when the lane is done with its kind."""
         what, kind = message[0], message[1]
-        if what == "printed":
-            harness.count_printed(kind)
+        if what == "printed":                 # ("printed", lines the lane's code printed while quiet)
+            harness.count_printed(message[1])
             return False
         if what == "out" and kind is None:     # (printed between kinds: shown as it comes)
             harness.student_output(message[2])
@@ -222,27 +218,26 @@ class _Shown:
 class _Lane:
     """A forked gradlab process that runs the kinds it is handed (see _lane_main), and the pipes to it."""
 
-    def __init__(self, pid, fd, to_lane):
-        self.pid, self.fd, self.to_lane = pid, fd, to_lane
+    def __init__(self, pid, conn, to_lane):
+        self.pid, self.conn, self.to_lane = pid, conn, to_lane     # (multiprocessing Connections: one way each)
         self.kind = None          # the kind it was handed last and has not finished
         self.started = False      # whether it said it started that kind
         self.open = True          # it may still send something
         self.status = None        # its exit status, once waited for
         self.tokens = set()       # the environment tokens of its workers (limits.sweep finds what they left)
-        self.buffer = b""
 
     @classmethod
     def start(cls, plan, limits, scratch):
-        from_lane, to_here = os.pipe()
-        from_here, to_lane = os.pipe()
+        from_lane, to_here = Pipe(duplex=False)
+        from_here, to_lane = Pipe(duplex=False)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:                  # the lane
             code = 1
             try:
-                os.close(from_lane)
-                os.close(to_lane)
+                from_lane.close()
+                to_lane.close()
                 tempfile.tempdir = scratch        # its workers' folders go there
                 signal.signal(signal.SIGINT, _interrupted_once)
                 _lane_main(plan, limits, from_here, to_here)
@@ -251,35 +246,26 @@ class _Lane:
                 pass                  # a bug of ours: the coordinator sees the kind unfinished (_ended)
             finally:
                 os._exit(code)       # none of the coordinator's exit handlers (they would stop its workers)
-        os.close(from_here)
-        os.close(to_here)
+        from_here.close()
+        to_here.close()
         return cls(pid, from_lane, to_lane)
 
     def give(self, todo):
         """Hand the lane the next kind, or tell it to finish."""
         self.kind, self.started = (todo.pop(0) if todo else None), False
         try:
-            _send(self.to_lane, ("kind", self.kind))
+            self.to_lane.send(self.kind)
         except OSError:              # it has ended: its end is read next (_ended gives the kind back)
             pass
 
     def read(self):
         """The messages the lane has sent (its pipe is readable); at its end, none, and open is False."""
-        try:
-            data = os.read(self.fd, 1 << 20)
-        except OSError:
-            data = b""
-        if not data:
-            self.open = False
-            return []
-        self.buffer += data
         out = []
-        while len(self.buffer) >= 4:
-            size = struct.unpack("<I", self.buffer[:4])[0]
-            if len(self.buffer) < 4 + size:
-                break
-            out.append(pickle.loads(self.buffer[4:4 + size]))
-            self.buffer = self.buffer[4 + size:]
+        try:
+            while not out or self.conn.poll():
+                out.append(self.conn.recv())
+        except (EOFError, OSError):     # ended (a message cut short by a kill is as good as none)
+            self.open = False
         for message in out:
             if message[0] == "start":
                 self.started = True
@@ -313,12 +299,8 @@ class _Lane:
                 self.status = os.waitpid(self.pid, 0)[1]
             else:
                 time.sleep(0.005)
-        for fd in (self.fd, self.to_lane):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self.fd = self.to_lane = -1
+        self.conn.close()
+        self.to_lane.close()
 
     def how_ended(self):
         self.wait(STOP_SECONDS)
@@ -335,44 +317,23 @@ def _interrupted_once(signum, frame):
     raise KeyboardInterrupt
 
 
-def _send(fd, message):
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    data = struct.pack("<I", len(data)) + data
-    while data:
-        data = data[os.write(fd, data):]
-
-
-def _recv(fd):
-    head = _read_exactly(fd, 4)
-    return pickle.loads(_read_exactly(fd, struct.unpack("<I", head)[0]))
-
-
-def _read_exactly(fd, n):
-    out = b""
-    while len(out) < n:
-        part = os.read(fd, n - len(out))
-        if not part:
-            raise EOFError
-        out += part
-    return out
-
-
 class _Tokens:
     """The environment tokens of the lane's workers, sent to the coordinator as they are new (if the lane is
     killed, the coordinator sweeps what its workers left running with them)."""
 
-    def __init__(self, fd):
+    def __init__(self, conn):
         from gradlab.execution import remote
-        self.fd, self.all, self.sent = fd, remote.TOKENS, 0
+        self.conn, self.all, self.sent = conn, remote.TOKENS, 0
 
     def send(self, kind):
         if len(self.all) > self.sent:
-            _send(self.fd, ("tokens", kind, self.all[self.sent:]))
+            self.conn.send(("tokens", kind, self.all[self.sent:]))
             self.sent = len(self.all)
 
 
 def _lane_main(plan, limits, from_coordinator, to_coordinator):
-    """In the lane: open a worker, then run each kind handed over until told to finish."""
+    """In the lane: open a worker, then run each kind handed over until told to finish (None)."""
+    send = to_coordinator.send
     current = [None]
     tokens = _Tokens(to_coordinator)
     # what the file prints as it is imported again here was shown (or counted) when the coordinator's worker
@@ -382,25 +343,22 @@ def _lane_main(plan, limits, from_coordinator, to_coordinator):
     plan.loaded = loader.open_implementation(plan.impl, plan.isolate, limits)
     plan._opened = True
     printed = harness.printed_lines() - quiet
-    harness.forward_output(lambda text: _send(to_coordinator, ("out", current[0], text)))
+    harness.forward_output(lambda text: send(("out", current[0], text)))
     try:
-        while True:
-            what, kind = _recv(from_coordinator)
-            if kind is None:
-                break
+        while (kind := from_coordinator.recv()) is not None:
             current[0] = kind
-            _send(to_coordinator, ("start", kind))
+            send(("start", kind))
             tokens.send(kind)
 
-            def send(result, record, kind=kind):
+            def record(result, record, kind=kind):
                 tokens.send(kind)                   # (a worker started anew during the check: its token first)
-                _send(to_coordinator, ("record", kind, record))
+                send(("record", kind, record))
             try:
-                plan.run_kind(kind, send)
+                plan.run_kind(kind, record)
             except UsageError as e:
-                _send(to_coordinator, ("failed", kind, f"cannot judge: {e}"))
+                send(("failed", kind, f"cannot judge: {e}"))
                 continue
-            _send(to_coordinator, ("done", kind))
-        _send(to_coordinator, ("printed", harness.printed_lines() - quiet - printed))   # (the lane's own count)
+            send(("done", kind))
+        send(("printed", harness.printed_lines() - quiet - printed))   # (the lane's own count)
     finally:
         plan.close()

@@ -241,9 +241,13 @@ class Plan:
             return CheckRecord(spec.name, SKIP, f"not judged: the {PRECONDITION!r} precondition failed ({first})")
         return ahead or run_one(spec, self.subject(kind), self.seed)
 
+    def result(self, kind):
+        """An empty KindResult of `kind` in this plan (its records come as the checks run)."""
+        return KindResult(kind, self.loaded.name, self.seed, self.config(kind).to_dict())
+
     def run_kind(self, kind, on_record=None):
         """Every planned check of `kind`: a KindResult (on_record(result, record) after each)."""
-        result = KindResult(kind, self.loaded.name, self.seed, self.config(kind).to_dict())
+        result = self.result(kind)
         if kind in self.refused:
             result.checks.append(CheckRecord(PRECONDITION, ERROR, f"{kind}: not checked: {self.refused[kind]}"))
             if on_record:

@@ -133,9 +133,6 @@ def main(argv=None):
         close_all()            # the workers, and whatever they started
         print("gradlab: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:   # `gradlab list | head`: the reader left; not an error of ours
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
 
 
 def parse_overrides(pairs, dtype):
