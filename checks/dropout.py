@@ -128,6 +128,8 @@ def _training(kind, s, p, rng, rows):
                np.count_nonzero(dx == 0) else
                "backward ignores the mask (dx = g): multiply by the mask forward kept" if np.allclose(dx, g) else
                "backward uses forward's mask but not its 1/(1-p) scaling" if np.allclose(dx, g * kept) else
+               "backward scales by 1/(1-p) twice (dx = g * mask / (1-p)**2): scale once, dx = g * keep / (1 - p), "
+               "or g * mask when forward's mask already holds the 1/(1-p)" if np.allclose(dx, want / (1 - p), rtol=tol, atol=0) else
                "dx is not g * mask / (1 - p)")
         raise CheckFailure(f"{kind.name}: p={p}, training=True: {why}", {"p": p})
     again = s.forward(module, x.copy(), True)

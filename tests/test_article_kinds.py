@@ -66,6 +66,8 @@ TABLE = [
     ("art_dropout_no_scale.py", "dropout", "dropout", ["not scaled", "1/(1-p)"]),
     ("art_dropout_keep_prob.py", "dropout", "dropout", ["probability of keeping"]),
     ("art_dropout_new_mask.py", "dropout", "dropout", ["backward draws a new mask"]),
+    ("art_dropout_backward_twice.py", "dropout", "dropout", ["scales by 1/(1-p) twice", "g * mask"]),
+    ("art_dropout_eval_scaled.py", "dropout", "dropout", ["training=False", "identity"]),
     ("art_dropout_shared_over_batch.py", "dropout", "dropout", ["the whole batch axis shares one draw", "x.shape"]),
     ("art_dropout_per_token.py", "dropout", "dropout", ["the whole feature axis shares one draw"]),
     ("art_dropout_stale_eval_mask.py", "dropout", "dropout", ["training=False", "backward still applies the mask"]),
@@ -265,3 +267,13 @@ def test_a_mask_multiplied_in_after_the_softmax_is_named(run, zoo):
     assert record.status == "fail", record.message
     for words in ("attn_weights are 0 at the padded keys", "still enter the softmax's sum", "after the softmax"):
         assert words in record.message, record.message
+
+
+def test_dropout_scaled_at_evaluation_names_forward_too(zoo, run):
+    """The gradient check (training=False) sees backward and forward disagree by 1/(1-p): scaling at
+    evaluation in one of them, not "a factor missing in backward" alone (it blamed backward)."""
+    (record,) = run("dropout", zoo("art_dropout_eval_scaled.py"), checks=["gradient"]).checks[1:]
+    assert record.status == "fail", record.message
+    for words in ("derivative of your forward", "1/(1-p)", "training=False", "identity when training is False"):
+        assert words in record.message, (words, record.message)
+

@@ -212,11 +212,28 @@ def _constant_factor(kind, name, a, n, context, cfg, what):
         return None
     if abs(c + 1) <= MATCH:
         return f"{what} is the negative of the right one everywhere: the sign is flipped"
+    dropped = _eval_scaling(kind, c, cfg)
+    if dropped:
+        return f"{what} is {c:.4g} x the derivative of your forward everywhere, {dropped}"
     label = name_factor(c, cfg)
     if label:
         return f"{what} is {c:.4g} x the right one, a constant factor of {label}{_factor_advice(label)}"
     return (f"{what} is {c:.4g} x the right one everywhere: a constant factor is missing or extra in "
             "backward (a scale, a mean vs a sum)")
+
+
+def _eval_scaling(kind, c, cfg):
+    """For dropout (checked with training=False): a factor of (1-p) or 1/(1-p) between backward and the
+    derivative of forward is evaluation-time scaling in one of the two, not a backward bug as such."""
+    p = getattr(cfg, "dropout", None) if kind is not None and kind.name == "dropout" else None
+    if not p or not 0 < p < 1:
+        return None
+    for v, label in ((1 - p, "1-p"), (1 / (1 - p), "1/(1-p)")):
+        if abs(c - v) <= MATCH * v:
+            return (f"a factor of {label} = {v:.4g} with p = {p:g}, training=False: forward and backward disagree "
+                    "on scaling at evaluation (one of them multiplies by 1-p or divides by it, the other does not); "
+                    "inverted dropout is the identity when training is False, in forward and in backward")
+    return None
 
 
 def _fit_factor(got, want):
