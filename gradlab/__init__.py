@@ -26,9 +26,26 @@ if (not _os.path.isdir(_os.path.join(__path__[0], "modules"))
 # thread pool as it loads: the process then runs one thread, so it can fork its workers (execution/zygote.py)
 # and the lanes that check several kinds at once (execution/lanes.py).
 import sys as _sys  # noqa: E402
-if _sys.argv[:1] == ["-m"] or _os.path.basename(_sys.argv[0] if _sys.argv else "") == "gradlab":
+_COMMAND_LINE = _sys.argv[:1] == ["-m"] or _os.path.basename(_sys.argv[0] if _sys.argv else "") == "gradlab"
+if _COMMAND_LINE:
     for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         _os.environ.setdefault(_var, "1")
+
+
+def _interrupted_while_starting(signum, frame):
+    """Ctrl-C before the command line's main() runs (NumPy and gradlab still loading; nothing started yet):
+    its one line and exit status, not a traceback of the import. main() puts Python's own handler back."""
+    try:
+        _os.write(2, b"gradlab: interrupted\n")
+    finally:
+        _os._exit(130)
+
+
+_argv = list(getattr(_sys, "orig_argv", ()))
+if _COMMAND_LINE and ("-m" not in _argv or _argv[_argv.index("-m") + 1:][:1] == ["gradlab"]):   # (not a worker)
+    import signal as _signal  # noqa: E402
+    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:     # (not where Ctrl-C is ignored)
+        _signal.signal(_signal.SIGINT, _interrupted_while_starting)
 
 from gradlab.contract.config import Config  # noqa: E402
 from gradlab.contract.errors import CheckFailure, GradlabError, StudentError, UsageError

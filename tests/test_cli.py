@@ -225,6 +225,33 @@ def test_a_ctrl_c_python_swallows_still_ends_the_run_with_130(monkeypatch, capsy
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler     # put back
 
 
+STARTING = """
+import os, signal, sys, time
+sys.argv = ["gradlab"]                     # as the gradlab script starts: gradlab loads, main() has not run
+import gradlab
+if sys.argv[1:] == []:
+    os.kill(os.getpid(), signal.SIGINT)    # Ctrl-C while NumPy and gradlab load
+    time.sleep(5)
+    print("still running")
+"""
+
+
+def test_a_ctrl_c_while_gradlab_loads_is_one_line_and_130():
+    # it was a traceback of whatever import Ctrl-C landed in (Python's KeyboardInterrupt, main() not yet running)
+    run = subprocess.run([sys.executable, "-c", STARTING], capture_output=True, text=True, timeout=60)
+    assert (run.returncode, run.stdout, run.stderr) == (130, "", "gradlab: interrupted\n")
+
+
+def test_main_puts_pythons_ctrl_c_back_once_it_runs(capsys):
+    import signal
+    previous = signal.signal(signal.SIGINT, gradlab._interrupted_while_starting)    # as the command line starts
+    try:
+        assert main(["list"]) == 0
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler       # a KeyboardInterrupt again
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_a_reader_that_leaves_does_not_change_the_exit_status_or_the_json(tmp_path):
     # `gradlab check ... | head -1`: a closed pipe ended the run with exit 0 (read as a pass) and no JSON
     out = tmp_path / "r.json"

@@ -7,9 +7,11 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
 import time
 
+import gradlab
 from gradlab import __version__
 from gradlab.execution import harness, limits
 from gradlab.contract import options
@@ -106,6 +108,8 @@ def _printable_names():
 
 
 def main(argv=None):
+    if signal.getsignal(signal.SIGINT) is gradlab._interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)    # started: Ctrl-C is a KeyboardInterrupt again
     _printable_names()
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -183,7 +187,6 @@ def _ctrl_c_remembered():
     """Ctrl-C raises KeyboardInterrupt as ever, and is also remembered: one raised inside a weakref or gc
     callback is printed as 'Exception ignored in ...' and swallowed, and the run would go on to exit 0.
     Remembered, it ends the run at the next record, or at its end: exit 130 either way."""
-    import signal
     import threading
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
