@@ -118,6 +118,18 @@ def test_what_the_file_prints_as_it_is_imported_is_shown_once(tmp_path):
     assert runs[0].stdout == runs[1].stdout and runs[1].stdout.count("imported") == 1
 
 
+@pytest.mark.parametrize("kinds, workers", [("softmax", "1"), ("all", "1"), ("all", "2")])
+def test_what_the_file_prints_as_it_is_imported_is_counted_once_when_quiet(tmp_path, kinds, workers):
+    # a worker forked from the command line inherited its quiet counter, and counted the import's print there,
+    # in the worker's memory: the run said nothing of it
+    impl = tmp_path / "prints.py"
+    impl.write_text(IMPORT_PRINTS)
+    run = cli("check", kinds, "--impl", str(impl), "--seed", "0", "--workers", workers)
+    assert run.returncode == 0, run.stderr
+    assert "imported" not in run.stdout
+    assert "(your code printed 1 line while it was checked; -v shows it)" in run.stdout
+
+
 def test_a_lane_killed_by_the_code_errs_its_kind_only(tmp_path):
     # the cross-entropy kills the process judging it (its worker's parent): with lanes, a lane of gradlab's;
     # its checks not yet judged are errors, never passes, and the softmax is judged as ever

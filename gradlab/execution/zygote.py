@@ -221,8 +221,10 @@ def become_worker(read_fd, write_fd, out_fd, tmp, env, token):
     atexit._clear()              # nor runs the job's exit handlers
     for finalizer in list(getattr(weakref.finalize, "_registry", {})):
         finalizer.detach()       # nor its finalizers (they stop the job's other workers)
-    from gradlab.execution import remote
+    from gradlab.execution import harness, remote
     remote._live.clear()         # the job's sessions are not this process's to close
+    harness.set_quiet(False)     # nor its quiet count: a print here goes to the output file, counted by the job
+    harness.forward_output(None)     # (and a lane's way of showing output is the lane's)
     os.setsid()
     _own_fds(read_fd, write_fd, out_fd)
     os.chdir(tmp)

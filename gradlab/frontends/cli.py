@@ -330,7 +330,8 @@ def cmd_check(args):
         print(f"all {len(kind_results)} kinds: {total['pass']} passed, {total['fail']} failed, {total['error']} errors, "
               f"{total['skip']} skipped" + (f"; not passing: {', '.join(failing)}" if failing else ""))
     if printed:
-        print(f"(your code printed {printed} lines while it was checked; -v shows them)")
+        print(f"(your code printed {printed} line{'' if printed == 1 else 's'} while it was checked; -v shows "
+              f"{'it' if printed == 1 else 'them'})")
     if json_path:
         with _writing("--json", args.json):
             with open(json_path, "w") as fh:
