@@ -23,6 +23,7 @@ from gradlab.execution.harness import describe
 from gradlab.execution.loader import reference as reference_impl
 
 UPDATE_TOL = 1e-5          # relative to the reference update's largest entry (float32 rounding only)
+MOVED_LR = 0.37            # the third run's lr, as a multiple of cfg.lr
 SHAPES = {"w": (3, 4), "b": (4,)}
 
 
@@ -60,13 +61,16 @@ def mixed_precision(subject, rng):
     # (a scale that is no whole number: a scale kept as an int, halved with //, shows at once; and never below
     # the least cfg.loss_scale there is, 1: --set loss_scale=1 made it 0.25, refused mid-run with exit 2)
     # (the interval moves down where it cannot move up: --set growth_interval=10000 made it 10002, refused too)
+    # (and the learning rate: the kind's lr of 1 hid an update that leaves lr out, and a float16 lr, which
+    # rounds 0.37 by 3.5e-4)
     interval = base.growth_interval + 2 if base.growth_interval + 2 <= 10000 else base.growth_interval - 2
-    moved = {"loss_scale": max(1.0, base.loss_scale / 4) + 0.5, "growth_interval": max(1, interval)}
+    moved = {"loss_scale": max(1.0, base.loss_scale / 4) + 0.5, "growth_interval": max(1, interval),
+             "lr": base.lr * MOVED_LR}
     for mode, changes in (("static", {}), ("dynamic", {}), ("dynamic", moved)):
         cfg = base.replace(loss_scaling=mode, **changes)
         if changes:
             mode = (f"dynamic (gradlab's third run: cfg.loss_scale = {cfg.loss_scale:g}, cfg.growth_interval = "
-                    f"{cfg.growth_interval})")
+                    f"{cfg.growth_interval}, cfg.lr = {cfg.lr:g})")
         steps = script(cfg, rng)
         theirs_subject = subject.with_cfg(cfg)
         theirs, ours = theirs_subject.build(), reference_impl().get(kind.name).target(cfg)
@@ -96,7 +100,8 @@ def mixed_precision(subject, rng):
     return Outcome(f"to_half_precision / to_full_precision convert as the articles; {len(rows)} steps of static and "
                    f"dynamic loss scaling match the reference (unscaled in float32, {skipped} inf/NaN steps skipped, "
                    f"the scale halves on overflow and doubles after {subject.cfg.growth_interval} good steps; again "
-                   f"from loss_scale {moved['loss_scale']:g}, growth_interval {moved['growth_interval']})",
+                   f"from loss_scale {moved['loss_scale']:g}, growth_interval {moved['growth_interval']}, "
+                   f"lr {moved['lr']:g})",
                    {"steps": len(rows), "skipped_steps": skipped}, {"views": views})
 
 
@@ -176,6 +181,15 @@ def _in_float16_words(got, g16, scale, lr):
     return variants[int(off[1] < off[0])][0]
 
 
+def _rounded_in_float16(got, want, g16, scale, lr):
+    """The words of the float16 rounding that reproduces the student's step (ten times closer than the reference's
+    float32 step is), or None."""
+    err = max(float(np.max(np.abs(got[n] - want[n]))) for n in SHAPES)
+    off = [max(float(np.max(np.abs(got[n] - v[n].astype(np.float64)))) for n in SHAPES)
+           for _, v in _in_float16(g16, scale, lr)]
+    return _in_float16_words(got, g16, scale, lr) if min(off) <= err / 10 else None
+
+
 def _update_cause(what, scale, got, want, g16, lr):
     g = np.concatenate([got[n].ravel() for n in SHAPES])
     w = np.concatenate([want[n].ravel() for n in SHAPES])
@@ -187,11 +201,22 @@ def _update_cause(what, scale, got, want, g16, lr):
                 "(in float32) before the update; they are gradients of loss * loss_scale")
     if proportional and abs(c * scale - 1) <= 1e-3:
         return "the update is 1/loss_scale of the reference's: the gradients are divided by loss_scale twice"
+    if proportional and lr != 1 and abs(c * lr - 1) <= 1e-3:
+        return (f"the update is {c:.4g} x the reference's, 1/lr (cfg.lr = {lr:g}): the learning rate is left out; "
+                "master -= lr * grad, with grad the unscaled float32 gradient")
     if what.startswith("small"):
         zeros = int(np.sum((g == 0) & (w != 0)))
         words = _in_float16_words(got, g16, scale, lr)
         return (f"gradients of about 1e-7 came out wrong ({zeros} of {w.size} became 0; worst relative error "
                 f"{float(np.max(np.abs(g - w)) / np.abs(w).max()):.2g}): {words}")
+    rounded = _rounded_in_float16(got, want, g16, scale, lr)
+    if rounded:
+        return (f"the update is off by up to {float(np.max(np.abs(g - w)) / np.abs(w).max()):.2g} of its size, "
+                f"as float16 rounds: {rounded}")
+    if proportional and abs(c - 1) <= 1e-3:
+        return (f"the update is off by up to {float(np.max(np.abs(g - w)) / np.abs(w).max()):.2g} of its size, more "
+                "than float32's rounding: is part of it computed in float16 (the lr, or lr * grad)? keep the update "
+                "in float32: master -= lr * grad32")
     if proportional:
         return f"the update is {c:.4g} x the reference's -lr * half_grad.astype(float32) / loss_scale"
     return (f"the update differs from the reference's -lr * half_grad.astype(float32) / loss_scale (largest "

@@ -18,6 +18,9 @@ BROKEN = [
                                      "above 2048"]),
     ("mp_bad_hardcoded_scale.py", ["gradlab's third run: cfg.loss_scale = 256.5", "must be cfg.loss_scale = 256.5"]),
     ("mp_bad_half_converts_floats.py", ["to_half_precision converted a float64 array", "v.dtype == np.float32"]),
+    # at the kind's lr of 1 both passed: the third run moves lr too
+    ("mp_bad_no_lr.py", ["cfg.lr = 0.37", "2.703 x the reference's, 1/lr", "the learning rate is left out"]),
+    ("mp_bad_lr_times_half_grad.py", ["cfg.lr = 0.37", "more than float32's rounding", "computed in float16"]),
 ]
 
 
