@@ -4,7 +4,9 @@ backward calls and no finite differences at all:
 1. repeatable: calling backward twice after one forward gives the same
    gradients (no `+=` into the gradients, no cache changed in place);
 2. zero in, zero out: backward(zeros) gives gradients that are exactly 0;
-3. linear: backward(a*g1 + b*g2) == a*backward(g1) + b*backward(g2).
+3. linear: backward(a*g1 + b*g2) == a*backward(g1) + b*backward(g2);
+4. for a table indexed by position (a positional embedding, alone or in an
+   LM): after a shorter sequence, its rows beyond T have no gradient.
 
 Each is a cause the `gradient` check only shows as "wrong numbers"; here the
 failure says which property broke, for which tensor, in plain words.
@@ -13,7 +15,8 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure
 from gradlab.contract.numbers import distinct
-from gradlab.contract.kinds import DIFFERENTIABLE
+from gradlab.contract.errors import StudentError
+from gradlab.contract.kinds import ANY_LENGTH, CAUSAL, DIFFERENTIABLE
 from gradlab.execution.harness import reading_grads_ahead
 from gradlab.numerics.tolerance import BACKWARD_LINEAR_MAX as LINEAR_MAX, BACKWARD_LINEAR_ULPS as LINEAR_ULPS
 from gradlab.numerics.tolerance import BACKWARD_REPEAT_ULPS as REPEAT_ULPS, computed_eps, eps_of
@@ -128,6 +131,9 @@ def backward(subject, rng):
                 f"(difference {worst:.3g}, allowed {allowed:.2g}). The gradient must be a linear function of "
                 "grad_out: no clipping, abs, squaring or normalising of grad_out, no branch on its sign or size")))
         rows.append(row)
+    stale = _stale_rows(subject, module, slots, rng, mixed)
+    if stale:
+        failures.append(stale)
     views = [table("backward: properties per tensor", rows)]
     metrics = {"tensors": len(first), "backward_calls": 5,
                "failed_properties": ",".join(sorted({f[0] for f in failures}))}
@@ -139,6 +145,37 @@ def backward(subject, rng):
         raise CheckFailure(message + also, metrics, {"views": views})
     return Outcome(f"{len(first)} gradient{'s' if len(first) != 1 else ''}: backward twice gives the same, zeros give exact zeros, "
                    f"and backward is linear in grad_out", metrics, {"views": views})
+
+
+def _stale_rows(subject, module, slots, rng, previous):
+    """4. after a shorter sequence: a table indexed by position ((max_len, d_model): a positional embedding, alone
+    or in an LM) gets gradient in rows [:T] only. A gradient allocated once and filled as dW[:T] = ... keeps the
+    longer call's rows beyond T (`previous`: that call's gradients), which no call at one length shows. A
+    (failure) or None; not judged when forward at T - 1 raises (the shapes check says so); other gradient there
+    (an offset, weight[1:T+1]) is the gradient and reference checks' to name."""
+    kind, cfg = subject.kind, subject.cfg
+    table = [s for s in slots if tuple(s.value.shape) == (cfg.max_len, cfg.d_model)]
+    if not table or cfg.seq_len < 2 or cfg.max_len == cfg.vocab_size or len(kind.input_specs()) != 1 or \
+            not (kind.has(ANY_LENGTH) or kind.has(CAUSAL)):
+        return None
+    T = cfg.seq_len - 1
+    short = subject.with_cfg(cfg.replace(seq_len=T))        # the same module, called at T
+    try:
+        out = short.forward(module, *short.make_inputs(rng))
+        found = _run(short, module, slots, np.ones(out.shape, dtype=out.dtype))
+    except StudentError:
+        return None
+    for slot in table:
+        rows = found[slot.name][T:]
+        if np.any(rows != 0) and np.array_equal(rows, previous[slot.name][T:]):
+            at = int(np.argmax(np.any(rows != 0, axis=1))) + T
+            return ("shorter", slot.name, None, (
+                f"{kind.name}: after a call at T = {cfg.seq_len}, backward at T = {T} left row {at} of "
+                f"{_words(slot.name)} nonzero ({float(np.abs(rows).max()):.6g}): only rows [:T] get gradient, the "
+                f"rest must be 0. The gradient keeps a longer call's rows: set it whole in backward "
+                f"(dW = np.zeros_like(W); dW[:T] = grad_out.sum(axis=0)), not only dW[:T] in an array kept "
+                f"between calls"))
+    return None
 
 
 def _accumulates(previous, after_zero):

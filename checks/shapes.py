@@ -9,7 +9,7 @@ import numpy as np
 
 from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.execution.harness import describe
-from gradlab.contract.kinds import (ATTN_WEIGHTS, CAUSAL, DIFFERENTIABLE, LOSS, PROBABILITIES, TIED_HEAD, TOKEN_IDS,
+from gradlab.contract.kinds import (ANY_LENGTH, ATTN_WEIGHTS, CAUSAL, DIFFERENTIABLE, LOSS, PROBABILITIES, TIED_HEAD, TOKEN_IDS,
                                     core_shape, same_layout)
 from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
@@ -148,14 +148,17 @@ def _module_rows(subject, rng, rows, notes):
 
 def _shorter_rows(subject, module, rng, rows):
     """A causal module built for cfg.seq_len also takes a shorter sequence (an LM generating, the last batch of
-    an epoch): forward at T - 1 returns T - 1 positions. A causal mask or buffer sized by cfg.seq_len and not
-    sliced to the input's T breaks there."""
+    an epoch), and so does a positional table (x + weight[:T]): forward at T - 1 returns T - 1 positions. A
+    causal mask, buffer or table slice sized by cfg.seq_len and not by the input's T breaks there."""
     kind, cfg = subject.kind, subject.cfg
-    if not kind.has(CAUSAL) or len(kind.input_specs()) != 1 or cfg.seq_len < 2:
+    if not (kind.has(CAUSAL) or kind.has(ANY_LENGTH)) or len(kind.input_specs()) != 1 or cfg.seq_len < 2:
         return
     short = cfg.replace(seq_len=cfg.seq_len - 1)
     hint = (f"a module built for seq_len = {cfg.seq_len} must take shorter inputs too: a causal mask or buffer "
-            f"sized by cfg.seq_len? build it for cfg.max_len and slice it to the input's T (mask[:T, :T])")
+            f"sized by cfg.seq_len? build it for cfg.max_len and slice it to the input's T (mask[:T, :T])"
+            if kind.has(CAUSAL) else
+            f"a module built for seq_len = {cfg.seq_len} must take shorter inputs too: slice the table to the "
+            "input's own T (weight[:x.shape[1]]), not to cfg.seq_len")
     what = f"forward output at T = {short.seq_len}"
     try:
         out = subject.run("forward", module.forward, *kind.make_inputs(short, rng))

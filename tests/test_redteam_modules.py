@@ -40,6 +40,11 @@ TABLE = [
     ("red_mod_embedding_assign.py", "embedding", "gradient", ["'weight'", "more than once", "np.add.at"]),
     ("red_mod_embedding_not_zeroed.py", "embedding", "backward", ["'weight'", "twice", "+="]),
     ("red_mod_positional_offset.py", "positional", "reference", ["weight[1:T+1]", "weight[:T]"]),
+    # no check called the module at two lengths: both passed
+    ("red_mod_positional_stale_rows.py", "positional", "backward", ["backward at T = 4 left row 4",
+                                                                    "keeps a longer call's rows"]),
+    ("red_mod_positional_fixed_length.py", "positional", "shapes", ["forward output at T = 4",
+                                                                    "weight[:x.shape[1]]"]),
     ("red_mod_block_no_residual_bwd.py", "block", "gradient", ["input gradient 'x'", "attention sub-layer"]),
     ("red_mod_block_postln.py", "block", "reference", ["Post-LN", "Pre-LN"]),
     ("red_mod_block_parallel.py", "block", "reference", ["a parallel block", "ln2(h)"]),

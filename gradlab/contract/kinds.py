@@ -31,6 +31,7 @@ CHUNKED = "chunked"                 # function (Q, K, V, chunk_size, causal=Fals
 KEY_PADDING = "key_padding"         # takes key_padding_mask (B, S), True where the key is padding
 SEQ2SEQ = "seq2seq"                 # forward(src_ids, tgt_ids) -> logits: learns a copy task (the copy_task check)
 MIXED_PRECISION = "mixed_precision" # float16 <-> float32 conversion and a loss-scaling step
+ANY_LENGTH = "any_length"           # built for cfg.seq_len, takes any shorter T too (its table sliced [:T])
 TIED_HEAD = "tied_head"             # the output projection is the token embedding (logits = h @ wte.T): no head of its own
 
 
@@ -309,7 +310,8 @@ KINDS = {spec.name: spec for spec in [
              _MODULE | {INPUT_GRAD, CAUSAL, ATTN_WEIGHTS, SUBMODULE}),
     KindSpec("embedding", "module", "token embedding lookup; gradients accumulate with np.add.at",
              _MODULE | {TOKEN_IDS, SUBMODULE}),
-    KindSpec("positional", "module", "learned positional embedding: x + weight[:T]", _MODULE | {INPUT_GRAD, SUBMODULE}),
+    KindSpec("positional", "module", "learned positional embedding: x + weight[:T]",
+             _MODULE | {INPUT_GRAD, SUBMODULE, ANY_LENGTH}),
     KindSpec("block", "module", "Pre-LN block: x + attn(ln1(x)), then x + ffn(ln2(x))",
              _MODULE | {INPUT_GRAD, CAUSAL, SUBMODULE}),
     KindSpec("lm", "module", "decoder-only LM with tied output projection: ids -> logits",
