@@ -108,14 +108,14 @@ def _printable_names():
 
 
 def main(argv=None):
-    if signal.getsignal(signal.SIGINT) is gradlab._interrupted_while_starting:
-        signal.signal(signal.SIGINT, signal.default_int_handler)    # started: Ctrl-C is a KeyboardInterrupt again
     _printable_names()
-    parser = build_parser()
+    parser = build_parser()         # (it imports the front ends: Ctrl-C is still gradlab._interrupted_while_starting)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
+    if signal.getsignal(signal.SIGINT) is gradlab._interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)    # started: Ctrl-C is a KeyboardInterrupt again
     try:
         with _ctrl_c_remembered(), _stdout_survives_a_closed_pipe():
             code = _command(args)
