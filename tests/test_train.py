@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+import gradlab
 from gradlab.training import train
 from gradlab.training.run import _flow_warnings
 
@@ -91,6 +92,30 @@ def test_training_through_a_worker_matches_in_process(zoo, impl):
     assert there.metrics["final_loss"] == pytest.approx(here.metrics["final_loss"], rel=1e-12)
     maps = [v for v in there.details["views"] if v["type"] == "heatmap"]   # a whole lm's: "attention 0" for
     assert len(maps) == len([v for v in here.details["views"] if v["type"] == "heatmap"]) == 4   # blocks.0.attn
+
+
+def test_training_with_the_files_own_optimizer_through_a_worker(zoo):
+    """The shipped example registers adam: the schedule sets its lr every step. Through a worker that was
+    `TypeError: objects in gradlab's worker are read-only` and a traceback; in-process it worked."""
+    impl = zoo("../../examples/student_modules.py")
+    here = train(impl=impl, seed=1, isolate=False, **SMALL).checks[0]
+    there = train(impl=impl, seed=1, isolate=True, **SMALL).checks[0]
+    assert there.status == here.status == "pass", there.message
+    assert "your adam" in there.message and "schedule not applied" not in there.message
+    assert there.metrics["final_loss"] == pytest.approx(here.metrics["final_loss"], rel=1e-12)
+
+
+def test_only_plain_values_are_set_on_an_object_in_a_worker(zoo):
+    from gradlab.execution import loader
+    impl = loader.open_implementation(zoo("../../examples/student_modules.py"), isolate=True)
+    try:
+        opt = impl.get("adam").target(gradlab.Config(lr=0.1))
+        opt.lr = 0.25
+        assert opt.lr == 0.25
+        with pytest.raises(TypeError, match="only plain numbers"):
+            opt.lr = [0.25]
+    finally:
+        impl.close()
 
 
 def test_training_a_file_that_patches_gradlab_is_judged_outside_it(zoo, tmp_path):

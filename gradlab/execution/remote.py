@@ -165,7 +165,12 @@ class RemoteObject:
         return session.getattr(self, name)
 
     def __setattr__(self, name, value):
-        raise TypeError("objects in gradlab's worker are read-only from gradlab's side")
+        """A plain number (or str, bool, None) is set there (gradlab train sets the optimizer's lr each step);
+        anything else cannot travel to the worker as an attribute."""
+        if value is not None and type(value) not in (bool, int, float, str):
+            raise TypeError("only plain numbers and strings can be set on objects in gradlab's worker")
+        session, _, _, _ = object.__getattribute__(self, "_r")
+        session.setattr(self, name, value)
 
     def __repr__(self):
         return f"<{type(self).__name__} in gradlab's worker>"
@@ -1234,6 +1239,11 @@ class Session:
             return self._decode(reply, reply.get("value"))
         except ProtocolError as e:
             raise self._malformed(f"reading {name}", e) from None
+
+    def setattr(self, obj, name, value):
+        session, generation, handle, _ = object.__getattribute__(obj, "_r")
+        self.check_generation(generation, f"setting {name}")
+        self.request({"op": "setattr", "target": handle, "name": str(name), "value": value}, [], f"setting {name}")
 
     def slots(self, module, handle, generation, forward_only=False):
         cached = module.__dict__.pop("_slots", None)

@@ -176,6 +176,8 @@ class State:
                 reply = self.repeat(header, enc)
             elif op == "getattr":
                 reply = self.getattr(header, enc)
+            elif op == "setattr":
+                reply = self.setattr(header)
             elif op == "slots":
                 reply = self.slots(header, enc)
             elif op == "grads":
@@ -390,6 +392,15 @@ class State:
             if callable(value) and not isinstance(value, (_ndarray, type)):
                 return {"callable": True}
             return {"value": enc.encode(value)}
+
+    def setattr(self, header):
+        """A plain value gradlab sets (the optimizer's lr in gradlab train)."""
+        value = header.get("value")
+        if value is not None and type(value) not in (bool, int, float, str):
+            return {"internal": "setattr takes a plain value"}
+        with self.student(header):
+            setattr(self.objects[header["target"]], str(header["name"]), value)
+        return {"value": None}
 
     def slots(self, header, enc):
         return {"value": self.describe_slots(header["target"], header, enc, bool(header.get("forward_only")))}
