@@ -16,7 +16,7 @@ import numpy as np
 from gradlab.diagnosis.article_variants import VARIANTS as ARTICLE_VARIANTS
 from gradlab.diagnosis.causes import factor_pattern, position_pattern
 from gradlab.diagnosis.matcher import name_cause
-from gradlab.contract.errors import CheckFailure, StudentError
+from gradlab.contract.errors import CannotJudge, CheckFailure, CheckSkipped, StudentError
 from gradlab.contract.numbers import distinct
 from gradlab.contract.kinds import ATTN_WEIGHTS, CAUSAL, DIFFERENTIABLE, LOSS, PROBABILITIES, SMOOTHING, TOKEN_IDS
 from gradlab.execution.loader import reference as reference_impl
@@ -84,7 +84,13 @@ def _module(subject, rng):
     ref = random_reference(kind, cfg, rng, dtype="float64")
     module, slots = subject.fresh(rng, randomize=False)
     ref_params = {name: value.astype(cfg.np_dtype) for name, value in named_params(ref).items()}
-    how = load_reference(subject, module, slots, ref_params)
+    try:
+        how = load_reference(subject, module, slots, ref_params)
+    except CheckSkipped as e:
+        # the one check that compares the forward's numbers: left out, a forward bug that backward matches (no
+        # 1/sqrt(d_k) in either) passed every other check, exit 0. Not a pass: an error that says what to add
+        why = str(e).removeprefix(f"{kind.name}: ")
+        raise CannotJudge(f"the forward cannot be compared with the reference: {why}") from None
     inputs = subject.make_inputs(rng)
     x = inputs[0]
     # the student gets copies: a forward that edits x in place would otherwise move the reference's input
