@@ -11,7 +11,7 @@ from gradlab.contract.kinds import SMOOTHING
 from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
 from gradlab.execution.loader import reference as reference_impl
-from gradlab.execution.subject import loss_inputs, validate_loss
+from gradlab.execution.subject import call_smoothing, loss_inputs, validate_loss
 from gradlab.numerics.tolerance import smoothing_bounds, tolerance
 
 EPSILONS = (0.0, 0.1, 0.3)
@@ -81,7 +81,7 @@ def smoothing(subject, rng):
     rows = []
     for eps in EPSILONS:
         what = f"{kind.name}(logits, targets, epsilon={eps})"
-        loss, grad = validate_loss(subject, subject.call(logits.copy(), targets.copy(), eps, what=what), what, logits)
+        loss, grad = validate_loss(subject, call_smoothing(subject, logits.copy(), targets.copy(), eps), what, logits)
         # the forward row of gradlab.numerics.tolerance, plus what an eps inside the log may move
         # (np.log(p + 1e-7) is no bug: tolerance.smoothing_bounds)
         tol = tolerance("forward", cfg.np_dtype, grad)

@@ -19,6 +19,8 @@ TABLE = [
     ("art_sinusoidal_per_column.py", "sinusoidal", "table", ["own frequency", "(2i+1)/d_model"]),
     ("art_init_ok.py", "init", None, []),
     ("art_init_ok_global.py", "init", None, []),
+    ("art_init_ok_kwonly_rng.py", "init", None, []),                    # (smoke: "takes 2 positional arguments")
+    ("art_label_smoothing_ok_kwonly.py", "label_smoothing", None, []),  # (the same, and 8 checks not judged)
     ("art_init_fans_swapped.py", "init", "init_stats", ["he_uniform", "fan_in and fan_out are swapped"]),
     ("art_init_bound_as_std.py", "init", "init_stats", ["xavier_uniform", "bound a is the standard deviation"]),
     ("art_init_normal_for_uniform.py", "init", "init_stats", ["not uniform", "Kolmogorov-Smirnov",

@@ -18,7 +18,10 @@ def call_table(subject, max_len, d_model):
 def call_init(subject, shape, scheme, rng):
     """init(shape, scheme, rng) -> a float array of `shape`."""
     what = f"{subject.kind.name}({shape}, {scheme!r}, rng)"
-    return as_float_array(subject.call(shape, scheme, rng, what=what), what, tuple(shape))
+    # a keyword-only rng (`def init(shape, scheme, *, rng)`) is given by name
+    got = subject.call(shape, scheme, rng, what=what) if accepts(subject.registration.target, 3) else \
+        subject.call(shape, scheme, what=what, rng=rng)
+    return as_float_array(got, what, tuple(shape))
 
 
 def call_chunked(subject, Q, K, V, chunk_size, causal=None, copies=True, by_name=False):

@@ -554,8 +554,7 @@ def loss_options(kind, ignore_index=None):
 def call_cross_entropy(subject, logits, targets, ignore_index=None):
     """-> (loss as float, grad_logits), validated. Label smoothing gets epsilon (SMOOTHING_EPSILON)."""
     if subject.kind.has(SMOOTHING):
-        got = subject.call(logits, targets, SMOOTHING_EPSILON,
-                           what=f"{subject.kind.name}(logits, targets, epsilon={SMOOTHING_EPSILON})")
+        got = call_smoothing(subject, logits, targets, SMOOTHING_EPSILON)
         return validate_loss(subject, got, f"{subject.kind.name}(logits, targets, epsilon)", logits)
     kwargs = {} if ignore_index is None else {"ignore_index": ignore_index}
     what = "cross_entropy(logits, targets" + (", ignore_index=...)" if kwargs else ")")
@@ -565,6 +564,15 @@ def call_cross_entropy(subject, logits, targets, ignore_index=None):
                            "(padding) add nothing to the loss and get a zero gradient")
     got = subject.call(logits, targets, what=what, **kwargs)
     return validate_loss(subject, got, what, logits)
+
+
+def call_smoothing(subject, logits, targets, epsilon):
+    """label_smoothing(logits, targets, epsilon), unvalidated: epsilon by position, or by name where the function
+    takes no third positional argument (`*, epsilon=0.1`: CONTRACT §3 asks for the argument by that name)."""
+    what = f"{subject.kind.name}(logits, targets, epsilon={epsilon})"
+    if _accepts(subject.registration.target, logits, targets, epsilon):
+        return subject.call(logits, targets, epsilon, what=what)
+    return subject.call(logits, targets, what=what, epsilon=epsilon)
 
 
 def validate_loss(subject, got, what, logits):
