@@ -25,7 +25,7 @@ BOS = 0               # the start token; the sequences to copy use ids 1..V-1
 def copy_batch(cfg, rng):
     """(src_ids (B, S), tgt_in (B, T), targets (B, T)) of the copy task."""
     B, T = cfg.batch_size, cfg.seq_len
-    S = cfg.seq_len + 2
+    S = min(T + 2, cfg.max_len)      # at least T (a copy), within the positional table's max_len rows
     src = rng.integers(1, cfg.vocab_size, size=(B, S))
     targets = src[:, :T].copy()
     tgt_in = np.concatenate([np.full((B, 1), BOS), targets[:, :-1]], axis=1)

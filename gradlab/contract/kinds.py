@@ -81,8 +81,12 @@ def core_shape(shape):
 
 
 def src_len(cfg):
-    """The encoder memory's length: different from seq_len, so a swapped axis cannot pass unseen."""
-    return cfg.seq_len + 2
+    """The encoder memory's length: different from seq_len, so a swapped axis cannot pass unseen; seq_len + 2,
+    or seq_len - 1 where that would pass cfg.max_len (a seq2seq's positional table has max_len rows: a correct
+    model holding its table for max_len failed at seq_len = max_len - 1)."""
+    if cfg.seq_len + 2 <= cfg.max_len or cfg.seq_len < 2:
+        return cfg.seq_len + 2
+    return cfg.seq_len - 1
 
 
 def padding_mask(shape, rng):
