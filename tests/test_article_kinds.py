@@ -285,3 +285,14 @@ def test_a_seq2seq_holding_its_table_for_max_len_passes_up_to_max_len(zoo, run, 
     # the source was seq_len + 2 long, past max_len = 8: forward could not add the table (smoke, copy_task)
     all_pass(run("seq2seq", zoo("art_seq2seq_ok_table_for_max_len.py"), seed=1, seq_len=seq_len), seq_len)
 
+
+@pytest.mark.parametrize("max_len", [8, 512, 5000])
+def test_a_float32_sinusoidal_table_passes_at_long_lengths_and_a_wrong_one_does_not(zoo, run, all_pass, max_len):
+    # float32 rounds the angle pos / 10000**(2i/d) to ~6e-8 of itself: at position 461 sin moved by 2.8e-5, over
+    # a fixed 1e-5 tolerance, and a correct float32 table failed from max_len ~200
+    all_pass(run("sinusoidal", zoo("art_sinusoidal_ok_float32_exp_log.py"), seed=1, max_len=max_len, d_model=64),
+             max_len)
+    record = run("sinusoidal", zoo("art_sinusoidal_float32_from_one.py"), seed=1, max_len=max_len,
+                 d_model=64)["table"]
+    assert record.status == "fail" and "positions start at 1" in record.message, record.message
+
