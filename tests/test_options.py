@@ -183,6 +183,22 @@ def test_the_students_file_is_not_imported_when_an_option_is_bad(capsys, tmp_pat
     code, out, err = run(capsys, ["layernorm", "--impl", str(student), "--set", "beta1=2"], tmp_path)
     assert_refused(code, out, err, "beta1=2: must be a number in [0, 1)")
     assert not marker.exists()
+    # sizes too, when the kind is named (they were judged after the import; with `all` the file says its kinds)
+    code, out, err = run(capsys, ["layernorm", "--impl", str(student), "--set", "d_model=100000"], tmp_path)
+    assert_refused(code, out, err, "d_model=100000: too large for layernorm")
+    assert not marker.exists()
+
+
+def test_float16_refuses_an_eps_only_for_the_kinds_it_checks(capsys, tmp_path):
+    # adam's default eps, 1e-8, is 0 in float16: `check adam --dtype float16` and `check all --dtype float16` were
+    # refused (exit 2), though float16 skips an optimizer with the reason and checks only module kinds
+    code, out, err = run(capsys, ["adam", "--dtype", "float16", "--seed", "0"], tmp_path)
+    assert code == 1 and "nothing was judged" in out and "applies to module kinds" in out, out + err
+    code, out, err = run(capsys, ["layernorm", "--dtype", "float16", "--set", "eps=1e-9"], tmp_path)
+    assert_refused(code, out, err, "eps=1e-09: rounds to 0 in float16")
+    result = gradlab.check("all", dtype="float16", seed=0)
+    assert result.passed and {r.kind for r in result.results} == {k for k, spec in gradlab.KINDS.items()
+                                                                  if spec.in_float16}
 
 
 def test_every_cfg_field_has_a_rule_with_a_reason():
@@ -282,7 +298,7 @@ def test_a_size_refused_after_the_worker_started_stops_that_worker(zoo):
     from gradlab.execution.plan import Plan
     before = {id(s) for s in list(remote._live) if s.proc is not None}
     with pytest.raises(gradlab.UsageError, match="batch_size=1000000: too large for attention"):
-        Plan(zoo("red_mod_attention_ok_einsum.py"), kinds="attention", isolate=True,
+        Plan(zoo("red_mod_attention_ok_einsum.py"), kinds=None, isolate=True,
              overrides={"batch_size": 10**6, "d_model": 512, "num_heads": 8})
     assert [s for s in list(remote._live) if s.proc is not None and id(s) not in before] == []
 

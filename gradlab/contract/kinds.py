@@ -114,6 +114,12 @@ class KindSpec:
         return tag in self.tags
 
     # --- inputs (module kinds) -------------------------------------------
+    @property
+    def in_float16(self):
+        """Whether --dtype float16 checks it (module kinds, and mixed precision's float16 compute); function and
+        optimizer kinds are skipped in float16 with the reason (suite._float16_gate)."""
+        return self.form == "module" or self.has(MIXED_PRECISION)
+
     def input_specs(self):
         """forward's arguments, in order."""
         if self.inputs:

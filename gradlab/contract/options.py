@@ -232,6 +232,19 @@ def check_relations(cfg):
     if cfg.seq_len > cfg.max_len:
         raise refuse(f"seq_len={cfg.seq_len}", f"is larger than max_len={cfg.max_len} (the positional "
                      "table has max_len rows)", f"raise max_len too (--set max_len={cfg.seq_len})")
+    if cfg.dtype != "float16":      # (float16: per kind, check_for_kind; optimizers are not checked in it)
+        _eps_fits(cfg)
+
+
+def check_for_kind(kind, cfg):
+    """The rules that depend on the kind checked with cfg (a KindSpec): eps in float16 only for the kinds that
+    float16 checks (Adam's default eps, 1e-8, is 0 in float16, and refused `check adam --dtype float16`, whose
+    checks are all skipped with the reason, and `check all --dtype float16` with it)."""
+    if cfg.dtype == "float16" and kind.in_float16:
+        _eps_fits(cfg)
+
+
+def _eps_fits(cfg):
     tiny = np.finfo(cfg.dtype).tiny
     if cfg.dtype == "float16":   # the default eps, 1e-5, is below float16's smallest normal but not 0 in it
         tiny = np.finfo(cfg.dtype).smallest_subnormal
@@ -407,8 +420,8 @@ def check_sizes(kind, cfg, checks, changed):
     name = max(candidates, key=lambda k: sizes[k] / max(fits[k], 1))
     gb = float(min(held, 10**300)) * np.dtype(cfg.dtype).itemsize / 1e9
     memory = f"{what} would hold {float(min(held, 10**300)):.3g} numbers ({gb:.3g} GB in {cfg.dtype}) and " if gb >= 1 else ""
-    raise refuse(f"{name}={shown(sizes[name])}", f"too large for {kind}: {memory}the checks would run for about "
-                 f"{_duration(seconds)} (gradlab refuses more than about {_duration(MAX_SECONDS)}; its checks "
+    raise refuse(f"{name}={shown(sizes[name])}", f"too large for {kind}: {memory}the checks would run for "
+                 f"{_duration(seconds)} (gradlab refuses more than about {MAX_SECONDS:.0f} s; its checks "
                  "find bugs at small sizes)",
                  f"e.g. --set {name}={fits[name]}, the largest that fits with the other sizes as they are"
                  if fits[name] >= 1 else "lower the other sizes too")
@@ -428,10 +441,12 @@ def _largest_fitting(kind, sizes, checks, name):
 
 
 def _duration(seconds):
+    if MAX_SECONDS < seconds < 1.05 * MAX_SECONDS:    # (not "about 60 s (gradlab refuses more than about 60 s)")
+        return f"a little over {MAX_SECONDS:.0f} s"
     if seconds < 120:
-        return f"{seconds:.0f} s"
+        return f"about {seconds:.0f} s"
     if seconds < 7200:
-        return f"{seconds / 60:.0f} minutes"
+        return f"about {seconds / 60:.0f} minutes"
     if seconds < 2 * 86400:
-        return f"{seconds / 3600:.0f} hours"
-    return f"{seconds / 86400:.3g} days"
+        return f"about {seconds / 3600:.0f} hours"
+    return f"about {seconds / 86400:.3g} days"

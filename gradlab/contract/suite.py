@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from gradlab.contract.errors import CheckSkipped, UsageError
-from gradlab.contract.kinds import MIXED_PRECISION
 
 
 @dataclass
@@ -64,7 +63,7 @@ def _float16_gate(fn):
     made for float32."""
     @functools.wraps(fn)
     def run(subject, rng):
-        if subject.cfg.dtype == "float16" and subject.kind.form != "module" and not subject.kind.has(MIXED_PRECISION):
+        if subject.cfg.dtype == "float16" and not subject.kind.in_float16:
             form = subject.kind.form
             raise CheckSkipped(f"{subject.kind.name}: --dtype float16 applies to module kinds; {subject.kind.name} is "
                                f"{'an' if form[0] in 'aeiou' else 'a'} {form} and "

@@ -138,6 +138,9 @@ class Plan:
         self.overrides = dict(self.overrides or {})
         self.wanted = check_names(self.checks)
         asked = None if self.kinds in (None, "all") else kind_names(self.kinds)
+        self._configs = {}
+        if asked is not None:
+            self._check_kinds(asked)     # sizes too, before the file is imported (all: once its kinds are known)
         self._opened = self.loaded is None           # this plan started it (a worker): close() stops it
         self.loaded = self.loaded or loader.open_implementation(self.impl, self.isolate, self.limits)
         try:
@@ -147,7 +150,10 @@ class Plan:
             own = getattr(self.loaded, "refused_own", ())
             self.refused = {k: self.loaded.refused[k] for k in own} if asked is None else {}
             if asked is None:
-                self.kind_list = [k for k in KINDS if k in self.loaded.registrations or k in self.refused]
+                # (every kind in float16: the kinds float16 checks; a function or optimizer kind asked by name is
+                # skipped with the reason, and judges nothing)
+                self.kind_list = [k for k in KINDS if (k in self.loaded.registrations or k in self.refused)
+                                  and (self._dtype() != "float16" or KINDS[k].in_float16)]
                 if not self.kind_list:
                     refused = getattr(self.loaded, "refused", None)
                     raise UsageError(next(iter(refused.values())) if refused else
@@ -156,16 +162,25 @@ class Plan:
                 for kind in asked:
                     self.registration(kind)      # a UsageError naming what the file does register
                 self.kind_list = [k for k in KINDS if k in asked]
-            self._configs = {}
             self._histories = {}      # kind -> what its checks saw so far (Subject.history)
             self._preconditions = {}
             self._ahead = {}          # (kind, check name) -> the record of a check run before its precondition
-            for kind in self.kind_list:   # every kind's sizes, before any kind runs
-                options.check_sizes(kind, self.config(kind), [c.name for c in self.checks_for(kind)],
-                                    set(self.overrides))
+            if asked is None:
+                self._check_kinds(self.kind_list)   # every kind's sizes, before any kind runs
         except BaseException:         # a refused kind or size: the worker started for it is stopped now
             self.close()
             raise
+
+    def _dtype(self):
+        return str(self.overrides.get("dtype", "float64"))
+
+    def _check_kinds(self, kinds):
+        """The options that depend on the kind: eps in float16 (where float16 checks the kind), and the sizes
+        (what the chosen checks would cost)."""
+        for kind in kinds:
+            cfg = self.config(kind)
+            options.check_for_kind(get_kind(kind), cfg)
+            options.check_sizes(kind, cfg, [c.name for c in self.checks_for(kind)], set(self.overrides))
 
     def close(self):
         """Stop the worker this plan started (and whatever it left running); nothing when in-process."""
