@@ -107,6 +107,9 @@ FLAG_CASES = [
     ("d_model=inf", ["attention", "--set", "d_model=inf"], "d_model=inf: must be finite"),
     ("d_model=1e300", ["attention", "--set", "d_model=1e300"], "too large for attention"),
     ("unknown check", ["layernorm", "--checks", "gradiant"], "unknown check 'gradiant'"),
+    # it ran smoke alone, skipped the check, and exited 0
+    ("check that does not apply", ["attention", "--checks", "trajectory"],
+     "--checks trajectory: does not apply to attention, so nothing would be judged (trajectory checks sgd, adam"),
     ("checks empty", ["layernorm", "--checks", ""], "--checks '': names no check"),
     ("checks only commas", ["layernorm", "--checks", ",,"], "--checks ',,': names no check"),
     ("impl empty", ["layernorm", "--impl", ""], "--impl '': names no file or module"),

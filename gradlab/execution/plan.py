@@ -165,11 +165,28 @@ class Plan:
             self._histories = {}      # kind -> what its checks saw so far (Subject.history)
             self._preconditions = {}
             self._ahead = {}          # (kind, check name) -> the record of a check run before its precondition
+            self._check_applies()
             if asked is None:
                 self._check_kinds(self.kind_list)   # every kind's sizes, before any kind runs
         except BaseException:         # a refused kind or size: the worker started for it is stopped now
             self.close()
             raise
+
+    def _check_applies(self):
+        """Checks asked for of which none applies to any kind of the run judge nothing: a usage error (exit 2),
+        as in a rubric. (`check attention --checks trajectory` ran smoke alone and exited 0.) One that applies
+        to some of them, or beside one that does, is skipped where it does not (check all --checks gradient)."""
+        if self.wanted is None or not self.kind_list:
+            return
+        specs = [get_kind(k) for k in self.kind_list]
+        if any(c.applies(k) for c in self.wanted for k in specs):
+            return
+        names = ", ".join(c.name for c in self.wanted)
+        where = "; ".join(f"{c.name} checks {', '.join(k for k in KINDS if c.applies(KINDS[k])) or 'no kind'}"
+                          for c in self.wanted)
+        kinds = ", ".join(self.kind_list) if len(self.kind_list) <= 4 else f"any of the {len(self.kind_list)} kinds"
+        raise UsageError(f"--checks {names}: {'does' if len(self.wanted) == 1 else 'do'} not apply to {kinds}, so "
+                         f"nothing would be judged ({where}); see `gradlab list`")
 
     def _dtype(self):
         return str(self.overrides.get("dtype", "float64"))
