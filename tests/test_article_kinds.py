@@ -296,3 +296,12 @@ def test_a_float32_sinusoidal_table_passes_at_long_lengths_and_a_wrong_one_does_
                  d_model=64)["table"]
     assert record.status == "fail" and "positions start at 1" in record.message, record.message
 
+
+def test_a_mask_handled_wrong_is_not_blamed_on_a_last_sample_cache(zoo, run):
+    # gradlab pads every sample but the last, so "right for the last sample only" said a loop over the samples
+    # overwrote its cache; it is the padding mask
+    record = run("cross_attention", zoo("art_cross_mask_after_softmax.py"), checks=["gradient"], seed=0)["gradient"]
+    assert record.status == "fail", record.message
+    assert "right only for the samples with no padded key (1)" in record.message, record.message
+    assert "cache" not in record.message
+

@@ -157,6 +157,13 @@ def _one_sample_right(kind, name, a, n, context, cfg, what):
     right = [_close(a[b], n[b], scale) for b in range(B)]
     if right.count(True) != 1 or not any(np.any(a[b]) for b in range(B) if not right[b]):
         return None         # (the others exactly 0: backward never fills them; _partly_zero says so)
+    padded = _padded_samples(context, B)
+    if padded is not None and right == [not p for p in padded]:
+        # (gradlab's padding masks pad every sample but the last: right there alone is the mask, not a cache)
+        return (f"{what} is right only for the samples with no padded key ({', '.join(str(i) for i in range(B) if not padded[i])}) "
+                "and wrong for those with padding: the key padding mask is handled differently in backward than in "
+                "forward (padded keys must get exactly zero weight and pass no gradient; a mask applied after the "
+                "softmax, without renormalising, is what the key_padding check names)")
     b = right.index(True)
     if b == B - 1:
         return (f"{what} is right for the last sample of the batch only and wrong for the others: backward uses "
@@ -164,6 +171,14 @@ def _one_sample_right(kind, name, a, n, context, cfg, what):
                 "self.cache on each pass? keep one cache per sample, or compute the whole batch at once)")
     return (f"{what} is right for sample {b} of the batch only and wrong for the others: backward uses one "
             "sample's cached values for every sample")
+
+
+def _padded_samples(context, B):
+    """[whether sample b has a padded key] from the call's key_padding_mask (a (B, S) bool input), or None."""
+    for value in context.get("inputs") or ():
+        if isinstance(value, np.ndarray) and value.dtype == bool and value.ndim == 2 and value.shape[0] == B:
+            return [bool(value[b].any()) for b in range(B)]
+    return None
 
 
 def _residual(kind, name, a, n, context, cfg, what):
