@@ -341,7 +341,7 @@ class _Adam:
                     p *= 1 - self.wd
                 elif self.decay == "twice":
                     p *= 1 - self.lr * self.wd
-            key = "all" if self.shared else name
+            key = _state_key(self.shared, name, p)
             m = self.m[key] = self.b1 * self.m.get(key, 0) + (1 - self.b1) * g
             v = self.v[key] = self.b2 * self.v.get(key, 0) + (1 - self.b2) * g * g
             m_hat = m / (1 - self.b1 ** self.t) if self.correct_m else m
@@ -374,13 +374,19 @@ class _SGD:
             elif self.wd > 0:
                 g = g + self.wd * p
             if self.momentum and self.mu > 0:
-                key = "all" if self.shared else name
+                key = _state_key(self.shared, name, p)
                 if key not in self.buf and not self.zero_start:
                     self.buf[key] = g.copy()
                 else:
                     self.buf[key] = self.mu * self.buf.get(key, 0.0) + ((1 - self.mu) * g if self.dampening else g)
                 g = g + self.mu * self.buf[key] if self.nesterov else self.buf[key]
             p -= self.lr * g
+
+
+def _state_key(shared, name, p):
+    """Where a variant keeps a parameter's state: per name (PyTorch), one for all (shared=True), or per shape
+    (shared="shape": a dict keyed by p.shape, which same-shaped parameters share)."""
+    return "all" if shared is True else tuple(p.shape) if shared == "shape" else name
 
 
 _T_HINT = ("t is counted per parameter (t += 1 inside the loop over parameters), so from the second parameter on "
@@ -394,6 +400,8 @@ _ADAM_COMMON = [
      dict(eps_inside=True)),
     ("one m and v shared by all parameters: keep the moment estimates per parameter (e.g. a dict keyed by name)",
      dict(shared=True)),
+    ("m and v are kept per shape (a dict keyed by p.shape), so parameters of the same shape share them: keep "
+     "them per parameter (a dict keyed by name)", dict(shared="shape")),
     ("t starts at 1 and is incremented before the update, so the bias correction of step k uses k + 1: start t "
      "at 0 (the first step is t = 1)", dict(t_offset=1)),
     ("eps is added before v's bias correction (the Adam paper's 'efficient' form lr * sqrt(1 - beta2**t) / "
@@ -450,6 +458,8 @@ OPTIMIZER_VARIANTS = {
          lambda cfg: _SGD(cfg, momentum=False)),
         ("one momentum buffer is shared by all parameters: keep a buffer per parameter (e.g. a dict keyed by name)",
          lambda cfg: _SGD(cfg, shared=True)),
+        ("the momentum buffer is kept per shape (a dict keyed by p.shape), so parameters of the same shape share "
+         "it: keep one per parameter (a dict keyed by name)", lambda cfg: _SGD(cfg, shared="shape")),
         ("the momentum buffer is damped (buf = momentum * buf + (1 - momentum) * g); PyTorch adds g undamped",
          lambda cfg: _SGD(cfg, dampening=True)),
         ("the momentum buffer is a damped moving average started at zero (buf = momentum * buf + (1 - momentum) * g); "

@@ -24,6 +24,7 @@ def test_reference_passes(run, kind, dtype):
     ("adam", "traj_adam_t_in_loop.py", ["after step 1", "'w1'", "t is counted per parameter"]),
     ("adam", "traj_adam_no_bias.py", ["after step 1", "no bias correction"]),
     ("adam", "traj_adam_eps_inside.py", ["eps is inside the square root"]),
+    ("adam", "traj_adam_shape_keyed.py", ["'w2'", "kept per shape (a dict keyed by p.shape)"]),   # (no cause given)
     ("adamw", "traj_adamw_decay_after.py", ["decayed after the Adam update"]),
     ("adamw", "traj_adamw_coupled.py", ["coupled into the gradient"]),
     ("sgd", "traj_sgd_shared.py", ["after step 1", "'w1'", "shared by all parameters", "step 2 raised"]),
