@@ -192,6 +192,65 @@ def test_json_for_one_kind(tmp_path, capsys):
     assert d["checks"][1]["metrics"]["worst_tensor"] == "out_weight"
 
 
+NAN_ADAM = """\
+import numpy as np
+import gradlab
+
+class Adam:
+    def __init__(self, lr):
+        self.lr, self.t = lr, 0
+    def step(self, params, grads):
+        self.t += 1
+        for name, p in params.items():
+            p[...] = np.inf if self.t >= 3 else p - self.lr * grads[name]
+
+@gradlab.register("adam")
+def build(cfg):
+    return Adam(cfg.lr)
+"""
+
+
+def strict_json(text):
+    """json.loads as JavaScript's JSON.parse reads: a bare NaN or Infinity is an error."""
+    def refuse(token):
+        raise ValueError(f"not JSON: {token}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_with_infinite_numbers_is_strict_json(tmp_path, capsys):
+    # an optimizer that writes inf into its parameters gave "max_error": Infinity, which JSON.parse rejects
+    impl = tmp_path / "nan_adam.py"
+    impl.write_text(NAN_ADAM)
+    target = tmp_path / "r.json"
+    code, _, _ = run_main(capsys, "check", "adam", "--impl", str(impl), "--checks", "trajectory", "--seed", "0",
+                          "--json", str(target))
+    d = strict_json(target.read_text())
+    trajectory = [c for c in d["checks"] if c["name"] == "trajectory"][0]
+    assert code == 1 and trajectory["status"] == "fail"
+    assert "Infinity" in json.dumps(trajectory)     # written as the string "Infinity", not dropped
+
+
+def test_every_json_file_gradlab_writes_goes_through_the_strict_writer():
+    # json.dump(s) writes NaN and Infinity as bare tokens; only records.dumps (allow_nan=False) may write a file
+    allowed = {"gradlab/contract/records.py",       # dumps itself
+               "gradlab/grading/isolate.py",        # the judging job's reply, read only by gradlab's parent
+               "gradlab/frontends/testing.py",      # a record copied for pytest-xdist, never a file
+               "gradlab/frontends/report/render.py",  # a value shown as text in the HTML report
+               "gradlab/grading/rubric.py"}         # the rubric's digest
+    root = Path(gradlab.__file__).parent.parent
+    found = {str(p.relative_to(root)) for p in (root / "gradlab").rglob("*.py")
+             if "json.dump" in p.read_text()}
+    assert found <= allowed, found - allowed
+
+
+def test_dumps_writes_non_finite_numbers_as_strings():
+    import numpy as np
+    from gradlab.contract.records import dumps
+    text = dumps({"a": float("nan"), "b": [np.inf, -np.inf, np.float32("nan")], "c": np.array([1.0, np.inf]),
+                  "d": np.int64(3)})
+    assert strict_json(text) == {"a": "NaN", "b": ["Infinity", "-Infinity", "NaN"], "c": [1.0, "Infinity"], "d": 3}
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (a full disk)")
 def test_a_result_that_cannot_be_written_after_the_run_is_one_line_exit_2(capsys):
     # the probe before the run writes nothing, so a full disk showed as a traceback after the checks

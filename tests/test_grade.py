@@ -309,6 +309,39 @@ def test_rubric_points_visibility_and_partial_credit(tmp_path):
     assert rubric_mod.credit(rules["gradient"], {"name": "gradient", "status": "skip"}) == 0
 
 
+NAN_ADAM = """\
+import numpy as np
+import gradlab
+
+class Adam:
+    def __init__(self, lr):
+        self.lr, self.t = lr, 0
+    def step(self, params, grads):
+        self.t += 1
+        for name, p in params.items():
+            p[...] = np.nan if self.t >= 3 else p - self.lr * grads[name]
+
+@gradlab.register("adam")
+def build(cfg):
+    return Adam(cfg.lr)
+"""
+
+
+def test_every_file_grade_writes_is_strict_json_with_nan_as_a_string(tmp_path):
+    # an optimizer that writes NaN into its parameters gave bare NaN tokens in gradlab.json, which JSON.parse rejects
+    def refuse(token):
+        raise ValueError(f"not JSON: {token}")
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "nina.py").write_text(NAN_ADAM)
+    grade_class(str(tmp_path / "class"), str(tmp_path / "out"), kinds="adam", seed=SEED, workers=1,
+                limits=Limits(wall=TIMEOUT), stream=open(os.devnull, "w"))
+    texts = {name: (tmp_path / "out" / name).read_text()
+             for name in ("nina/gradlab.json", "nina/results.json", "class.json")}
+    for text in texts.values():
+        json.loads(text, parse_constant=refuse)
+    assert '"NaN"' in texts["nina/gradlab.json"]
+
+
 def test_dask_scheduler_gives_the_same_scores(graded, tmp_path):
     distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed (the [cluster] extra)")
     _, _, results = graded

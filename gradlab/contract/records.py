@@ -1,5 +1,7 @@
 """Result records: one type feeds every front end (CLI lines, --json, the
 pytest plugin, the HTML report)."""
+import json
+import math
 from dataclasses import dataclass, field
 
 PASS, FAIL, ERROR, SKIP = "pass", "fail", "error", "skip"
@@ -51,6 +53,35 @@ def json_default(value):
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
     return str(value)
+
+
+# ---- JSON files -------------------------------------------------------------
+# Every JSON file gradlab writes for a reader (--json, grade's files, results.json) goes through dumps():
+# strict JSON, which JavaScript's JSON.parse and other strict parsers read. Python's json writes a NaN or an
+# inf (a student's optimizer can leave them in a parameter, and so in an error metric) as the bare tokens
+# NaN / Infinity, which are not JSON; gradlab writes them as these strings instead.
+NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def finite_json(value):
+    """`value` with every non-finite float (NumPy's included) as its NON_FINITE string, NumPy arrays and
+    scalars as lists and numbers, tuples and sets as lists; anything else is left to json_default."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else NON_FINITE[repr(float(value))]
+    if value is None or isinstance(value, (str, int)):
+        return value
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [finite_json(v) for v in value]
+    if hasattr(value, "tolist") or hasattr(value, "item"):
+        return finite_json(json_default(value))
+    return value
+
+
+def dumps(value, **options):
+    """The text of a JSON file gradlab writes: strict JSON (allow_nan=False), non-finite numbers as strings."""
+    return json.dumps(finite_json(value), allow_nan=False, default=json_default, **options)
 
 
 @dataclass

@@ -5,7 +5,6 @@ raised inside a check, or nothing was judged (every check skipped); 2 the comman
 """
 import argparse
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -16,6 +15,7 @@ from gradlab import __version__
 from gradlab.execution import harness, limits
 from gradlab.contract import options
 from gradlab.contract.errors import UsageError
+from gradlab.contract.records import dumps
 from gradlab.frontends.status import StatusLine
 
 EXAMPLES = """\
@@ -335,7 +335,7 @@ def cmd_check(args):
     if json_path:
         with _writing("--json", args.json):
             with open(json_path, "w") as fh:
-                json.dump(result.to_dict(), fh, indent=2)
+                fh.write(dumps(result.to_dict(), indent=2))
     if report_path:
         from gradlab.frontends.report import write_report   # jinja2 and matplotlib: only when a report is asked for
         with _writing("--report", report_shown):

@@ -13,11 +13,11 @@ is an environment variable so a test (or a teacher) can run the script
 against a fake root folder before uploading.
 """
 import io
-import json
 import shlex
 import zipfile
 
 from gradlab import __version__
+from gradlab.contract.records import dumps
 from gradlab.grading import rubric as rubric_mod
 from gradlab.grading.outputs import atomic_write
 
@@ -65,7 +65,7 @@ def build(path, kinds=None, rubric_path=None, seed=0, timeout=None, requirement=
         "run_autograder": RUN_AUTOGRADER.format(version=__version__, args=quoted),
         "setup.sh": SETUP.format(version=__version__),
         "requirements.txt": f"{requirement or 'gradlab==' + __version__}\nnbformat>=5.7\n",
-        "assignment.json": json.dumps({"kinds": list(rubric.kinds), "seed": seed, "gradlab": __version__}) + "\n",
+        "assignment.json": dumps({"kinds": list(rubric.kinds), "seed": seed, "gradlab": __version__}) + "\n",
     }
     if rubric_path:
         with open(rubric_path, encoding="utf-8") as fh:

@@ -185,6 +185,8 @@ def _child(entry, kinds, rubric, seed, limits, result_path, workdir):
         code = 3
     tmp = result_path + ".tmp"
     with open(tmp, "w") as fh:
+        # Python's own JSON (NaN / Infinity tokens): only gradlab's parent reads this file, and keeps the floats;
+        # the files written for readers go through records.dumps (strict JSON)
         json.dump(done, fh, default=json_default)
     os.replace(tmp, result_path)
     os._exit(code)   # no atexit

@@ -18,6 +18,7 @@ import os
 import re
 from collections import defaultdict
 
+from gradlab.contract.records import dumps
 from gradlab.grading.gradescope import results_json
 
 RESULTS, REPORT, RECORDS = "results.json", "report.html", "gradlab.json"
@@ -64,8 +65,8 @@ def write_student(out, student_result, rubric, seed, version, key, report_html=N
     results = results_json(student_result, rubric, seed, version, key)
     if report_html is None:
         report_html = render_student_report(student_result, rubric)
-    files = [(REPORT, report_html), (RECORDS, json.dumps(student_result)),
-             (RESULTS, json.dumps(results, indent=1))]          # results.json last: it marks "done"
+    files = [(REPORT, report_html), (RECORDS, dumps(student_result)),
+             (RESULTS, dumps(results, indent=1))]          # results.json last: it marks "done"
     for name, text in files:
         atomic_write(os.path.join(folder, name), text)
         if written is not None:
@@ -95,8 +96,8 @@ def verify(out, written, graded, records, rubric):
         name = os.path.basename(path)
         if student not in graded:
             continue
-        text = {RESULTS: lambda: json.dumps(graded[student], indent=1),
-                RECORDS: lambda: json.dumps(records[student]),
+        text = {RESULTS: lambda: dumps(graded[student], indent=1),
+                RECORDS: lambda: dumps(records[student]),
                 REPORT: lambda: render_student_report(records[student], rubric)}[name]()
         atomic_write(path, text)
         restored.append(path)
@@ -143,7 +144,7 @@ def write_class(out, graded, rubric, seed, version):
                              "kinds": per_kind, "tests": {t["name"]: t["score"] for t in results["tests"]},
                              "execution_time": results.get("execution_time")}
     atomic_write(os.path.join(out, "grades.csv"), buf.getvalue())
-    atomic_write(os.path.join(out, "class.json"), json.dumps(
+    atomic_write(os.path.join(out, "class.json"), dumps(
         {"gradlab_version": version, "seed": seed, "kinds": kinds, "max_score": maximum,
          "rubric": rubric.to_dict(), "students": students}, indent=1))
 
