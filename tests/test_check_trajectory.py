@@ -49,6 +49,25 @@ def test_broken_fail_with_the_cause(run, zoo, kind, name, words):
         assert word in record.message, (word, record.message)
 
 
+REMOVED = "from params: update the arrays in place and keep the dict's keys"
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+def test_a_step_that_removes_a_parameter_is_the_students_error(run, zoo, isolate):
+    # params.pop("w") in step was "internal error in gradlab's 'smoke' check: KeyError: 'w' ...; please report it"
+    smoke = run("sgd", zoo("traj_params_pop.py"), isolate=isolate)["smoke"]
+    assert smoke.status == "error" and smoke.message == f"sgd: step(params, grads) removed 'w' {REMOVED}"
+
+
+def test_every_optimizer_check_names_a_removed_parameter(run, zoo):
+    result = run("adam", zoo("traj_params_clear_later.py"))
+    assert result["smoke"].status == "pass"
+    for name in ("trajectory", "input_mutation", "determinism", "overfit"):
+        record = result[name]
+        assert record.status in ("fail", "error") and REMOVED in record.message, (name, record.message)
+        assert "internal error" not in record.message
+
+
 @pytest.mark.parametrize("name", ["traj_adam_t_in_loop.py", "traj_adam_eps_inside.py", "traj_adamw_decay_after.py"])
 def test_broken_adam_caught_in_float32(run, zoo, name):
     kind = "adamw" if "adamw" in name else "adam"

@@ -356,7 +356,10 @@ class Subject:
         return self.run(name, self.registration.target, *args, **kwargs)
 
     def step(self, optimizer, params, grads):
-        return self.run("step(params, grads)", optimizer.step, params, grads)
+        names = list(params)
+        out = self.run("step(params, grads)", optimizer.step, params, grads)
+        _kept_keys(names, params)
+        return out
 
     def load_params(self, module, reference_params):
         """Call the registration's param_map function: load(module, reference_params)."""
@@ -446,6 +449,16 @@ class Subject:
                      "not be read from its forward output)")
         return f" = {words} from cfg{tail}"
 
+
+
+def _kept_keys(names, params):
+    """A step that removed a parameter from the caller's dict (params.pop, params.clear) is the student's error:
+    the checks read every parameter after the step, and the training loop that calls it would too."""
+    removed = [n for n in names if n not in params]
+    if removed:
+        shown = ", ".join(repr(n) for n in removed[:3]) + (f" and {len(removed) - 3} more" if len(removed) > 3 else "")
+        raise StudentError(f"step(params, grads) removed {shown} from params: update the arrays in place and "
+                           "keep the dict's keys")
 
 
 def _reraise(error):
