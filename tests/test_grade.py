@@ -137,6 +137,8 @@ def test_every_student_has_every_kind_and_the_right_scores(graded):
     # dave: the file that exits at import costs nothing else
     assert scores["dave"] == {"layernorm": LAYERNORM_POINTS, "attention": 0}
     assert "a_exit.py: importing a_exit.py ended the worker process (exit status 3" in results["dave"]["output"]
+    assert all(o.startswith("attention: not graded: importing a_exit.py ended the worker process")
+               for o in failing(results["dave"], "attention").values())
     # erin's notebook: definitions graded, the training loop, the download and the magics skipped
     assert scores["erin"] == {"layernorm": LAYERNORM_POINTS, "attention": 0}
     assert "erin.ipynb: cell 3 line 2: skipped `for epoch in range(10**9):`" in results["erin"]["output"]
@@ -208,7 +210,9 @@ def test_class_files(graded):
     summary = (out / "summary.html").read_text()
     assert "layernorm::gradient" in summary and "Most frequent diagnoses" in summary
     assert "not registered by any file" in summary and "bob, carol, dave, erin" not in summary
-    assert "bob, dave, erin" in summary   # the students who share "attention not registered"
+    assert "bob, erin" in summary   # the students who share "attention not registered"
+    # dave's attention is not said to be unregistered: his file that does not import is the likely cause
+    assert "attention: not graded: importing a_exit.py ended the worker process" in summary
 
 
 def test_resume_grades_only_what_changed(graded, tmp_path):
@@ -307,6 +311,28 @@ def test_rubric_points_visibility_and_partial_credit(tmp_path):
     assert rubric_mod.partial_words(rules["gradient"], {"name": "gradient", "status": "fail"}, 0) == ""
     assert rubric_mod.credit(rules["gradient"], {"name": "gradient", "status": "fail"}) == 0
     assert rubric_mod.credit(rules["gradient"], {"name": "gradient", "status": "skip"}) == 0
+
+
+def test_a_file_that_does_not_import_is_said_first_and_once(tmp_path):
+    # carol's only file had a syntax error and registered through a name (register(KIND)): every test said
+    # "not registered ... add @gradlab.register('attention') ...; note: carol.py:1: syntax error", the cause
+    # last, 24 times in her report (cut off before it), and summary.html showed only "not registered"
+    (tmp_path / "class").mkdir()
+    source = ATTENTION.replace('@gradlab.register("attention")', 'KIND = "attention"\n@gradlab.register(KIND)')
+    assert "register(KIND)" in source
+    (tmp_path / "class" / "carol.py").write_text("import numpy as np,\n" + source)
+    results = grade_class(str(tmp_path / "class"), str(tmp_path / "out"), kinds="attention", seed=SEED,
+                          workers=1, limits=Limits(wall=TIMEOUT), stream=open(os.devnull, "w"))
+    outputs = failing(results["carol"], "attention").values()
+    assert outputs and all(o.startswith("attention: not graded: carol.py:1: syntax error") for o in outputs)
+    report = (tmp_path / "out" / "carol" / "report.html").read_text()
+    verdict = report[report.index('id="what-is-wrong"'):report.index("</ul>", report.index('id="what-is-wrong"'))]
+    assert verdict.count("<li>") == 1 and "carol.py:1: syntax error" in verdict
+    failures = report[report.index('id="failures"'):report.index('id="summary"')]
+    assert failures.count('<pre class="message">') == 1
+    for check in ("smoke", "gradient", "overfit"):      # every check's chip still leads to the reason
+        assert f'id="k0-attention-{check}"' in failures
+    assert "attention: not graded: FILE:LINE: syntax error" in (tmp_path / "out" / "summary.html").read_text()
 
 
 NAN_ADAM = """\

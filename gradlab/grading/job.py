@@ -201,15 +201,24 @@ def _grade_kind(kind, found, broken, named, rubric, seed, limits, student, isola
 
 
 def _missing_reason(kind, found, broken, named):
+    """Why `kind` has no registration. A file that does not import is said first: it is the likely cause
+    even when its source does not name the kind literally (register(KIND)), and a message cut short (a
+    report's line, the summary's diagnosis) still shows it."""
     suspects = [n for n in broken if kind in named.get(n, ())]
     if suspects:
-        return f"{kind}: not graded: {broken[suspects[0]]}"
+        return f"{kind}: not graded: {_import_failure(suspects[0], broken)}"
     registered = ", ".join(sorted(found)) or "nothing"
-    reason = (f"{kind}: not registered by any file of the submission (it registers {registered}); "
-              f"add @gradlab.register({kind!r}) above its build(cfg) factory")
     if broken:
-        reason += f"; note: {next(iter(broken.values()))}"
-    return reason
+        return (f"{kind}: not graded: {_import_failure(next(iter(broken)), broken)}; it may be the file that "
+                f"registers {kind}: the files that import register {registered}")
+    return (f"{kind}: not registered by any file of the submission (it registers {registered}); "
+            f"add @gradlab.register({kind!r}) above its build(cfg) factory")
+
+
+def _import_failure(name, broken):
+    """The reason file `name` could not be imported, naming the file."""
+    message = broken[name]
+    return message if name in message or name.startswith("(") else f"{name}: {message}"
 
 
 def failed_kind(kind, student, seed, checks, reason):

@@ -51,7 +51,7 @@ def render(results, *, replay=None, title=None, version=None, student=None):
     kinds = [_kind_context(i, r, student) for i, r in enumerate(kind_results)]
     every = [c for k in kinds for c in k["checks"]]
     counts = OrderedDict((s, sum(c["status"] == s for c in every)) for s in (FAIL, ERROR, PASS, SKIP))
-    failed = [c for c in every if c["status"] in (FAIL, ERROR)]
+    failed = _said_once([c for c in every if c["status"] in (FAIL, ERROR)])
     impls = list(OrderedDict.fromkeys(k["impl"] for k in kinds))
     seeds = list(OrderedDict.fromkeys(k["seed"] for k in kinds))
     if version is None:
@@ -80,7 +80,7 @@ def _kind_context(index, result, student=None):
         checks.append({
             "name": record.name, "status": record.status, "message": record.message,
             "kind": result.kind, "impl": result.impl, "student": student,
-            "anchor": f"{anchor}-{_slug(record.name)}",
+            "anchor": f"{anchor}-{_slug(record.name)}", "label": f"{result.kind}::{record.name}",
             "key": _key_number(record.name, record.metrics),
             "metrics": _metrics(record.name, record.metrics),
             "views": views,
@@ -96,6 +96,23 @@ def _kind_context(index, result, student=None):
             "config": [(k, _fmt(v)) for k, v in (result.config or {}).items() if k != "extra" or v],
             "checks": checks, "passed": not statuses & {FAIL, ERROR},
             "counts": {s: sum(c["status"] == s for c in checks) for s in (PASS, FAIL, ERROR, SKIP)}}
+
+
+def _said_once(failed):
+    """The failing checks as the verdict and "What failed" list them: consecutive checks of one kind that
+    erred with the same message are one entry (a kind not graded because a file does not import has every
+    check say so: the reason is shown once, not once per check). An entry keeps every check's anchor."""
+    out = []
+    for c in failed:
+        last = out[-1] if out else None
+        if (last and c["status"] == last["status"] == ERROR and c["message"] == last["message"]
+                and (c["kind"], c["impl"]) == (last["kind"], last["impl"])):
+            last["names"].append(c["name"])
+            last["anchors"].append(c["anchor"])
+            last["label"] = f"{c['kind']}: {len(last['names'])} checks ({', '.join(last['names'])})"
+        else:
+            out.append({**c, "names": [c["name"]], "anchors": [c["anchor"]]})
+    return out
 
 
 def _headline(kind, message):
