@@ -432,6 +432,38 @@ def test_notebook_rule_keeps_definitions_and_skips_the_rest():
         to_source(b'{"cells": [', "broken.ipynb")
 
 
+def test_a_kept_notebook_line_that_fails_is_skipped_and_the_rest_graded(tmp_path):
+    # each of these zeroed every kind of a correct notebook: the import failed as a whole
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("from google.colab import drive\nimport numpy as np"),
+                nbformat.v4.new_code_cell("X = np.load('data/train.npy')\nY = np.loadtxt('data/y.csv')"),
+                nbformat.v4.new_code_cell("big = np.ones((60000, 60000))\nD = 64"),
+                nbformat.v4.new_code_cell(MODULES)]
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "nora.ipynb").write_text(nbformat.writes(nb))
+    results = grade_class(str(tmp_path / "class"), str(tmp_path / "out"), kinds="layernorm", seed=SEED,
+                          workers=1, limits=Limits(wall=TIMEOUT), stream=open(os.devnull, "w"))
+    assert per_kind(results["nora"]) == {"layernorm": LAYERNORM_POINTS}, failing(results["nora"], "layernorm")
+    output = results["nora"]["output"]
+    assert ("nora.ipynb: cell 1 line 1: skipped `from google.colab import drive` (it raised ModuleNotFoundError: "
+            "No module named 'google'; the rest of the notebook is graded)") in output
+    assert "cell 2 line 1: skipped `X = np.load('data/train.npy')` (runs code at the top level" in output
+    assert "cell 2 line 2: skipped `Y = np.loadtxt('data/y.csv')` (runs code at the top level" in output
+    assert "cell 3 line 1: skipped `big = np.ones((60000, 60000))` (it raised MemoryError" in output
+
+
+def test_kept_statements_are_guarded_and_definitions_left_as_they_are():
+    from gradlab.grading.notebook import _cell
+    kept, skipped = _cell('from __future__ import annotations\nimport numpy as np\nD = 64; E = np.zeros(3)\n'
+                          'S = """a\nb"""\ndef f(x):\n    return x\n', "n.ipynb: cell 1")
+    assert kept.count("try:") == 1 and "try:\n    import numpy as np\nexcept Exception" in kept
+    assert "\nD = 64; E = np.zeros(3)\nS = \"\"\"a\nb\"\"\"\ndef f(x):" in kept and not skipped
+    namespace = {"__file__": "/nonexistent/n_ipynb.py"}
+    exec(compile(kept, "n_ipynb.py", "exec"), namespace)
+    assert namespace["D"] == 64 and namespace["f"](3) == 3
+
+
 def test_progress_line_on_a_terminal():
     import io
     from gradlab.grading.run import Progress

@@ -140,6 +140,7 @@ def _discover(files, broken, notes, limits, deadline, isolate, opened):
     """{kind: (opened implementation, name of the file that defines it)}: each file
     is opened once, in a worker of its own, and serves every kind it registers.
     Import failures (an exception, os._exit, a limit) go to `broken`."""
+    from gradlab.grading.notebook import failures
     found = {}
     for path, name in files.items():
         if name in broken:
@@ -151,12 +152,14 @@ def _discover(files, broken, notes, limits, deadline, isolate, opened):
                 with time_limit(limits.per_call()):
                     loaded = loader.load(path)
         except UsageError as e:
+            notes.extend(failures(path))
             message = str(e)
             if "registers nothing" in message:   # a helper module: fine
                 continue
             broken[name] = message.replace(path, name)
             notes.append(f"{name}: {broken[name]}")
             continue
+        notes.extend(failures(path))   # a notebook's kept statements that raised, skipped at import
         opened.append(loaded)
         for kind, registration in loaded.registrations.items():
             owner = files.get(_owner(registration, files), name)

@@ -11,16 +11,30 @@ cell, gradlab keeps only the top-level statements that define things:
 - `if`/`try` blocks made only of the above.
 
 Everything else (loops, `with`, other calls such as `train(model)` or
-`plt.show()`, assignments from them) is skipped, and the result lists which
-cell and line were skipped. IPython magics and shell lines (`%...`, `!...`)
-are dropped; a cell magic (`%%time`, ...) drops its cell. A cell that is not
-valid Python once those lines are gone is skipped whole, with the reason.
+`plt.show()`, assignments from them, NumPy's file reading and writing such as
+`np.load`) is skipped, and the result lists which cell and line were skipped.
+IPython magics and shell lines (`%...`, `!...`) are dropped; a cell magic
+(`%%time`, ...) drops its cell. A cell that is not valid Python once those
+lines are gone is skipped whole, with the reason.
+
+A kept statement can still fail where the notebook ran fine (Colab's
+`from google.colab import drive`, an allocation past the memory limit): each
+kept statement other than `def` and `class` runs inside a `try`, so one that
+raises is skipped at import, like the ones left out, and the rest of the
+notebook is still graded. What it raised is written beside the generated file
+(FAILED), which the grader reads into the student's notes (failures()).
 """
 import ast
 
 ALLOWED_CALL_ROOTS = {"np", "numpy", "math"}
 ALLOWED_BUILTINS = {"dict", "list", "tuple", "set", "frozenset", "range", "int", "float", "str", "bool",
                     "len", "slice", "object", "sorted", "zip", "enumerate", "min", "max", "abs", "round"}
+# NumPy functions that read or write files: data loading at the top level never runs (the files are not there)
+NUMPY_FILE_IO = {"load", "loadtxt", "genfromtxt", "fromfile", "fromregex", "memmap", "save", "savez",
+                 "savez_compressed", "savetxt", "tofile", "DataSource"}
+FAILED = ".failed"          # beside the generated file: a line per kept statement that raised at import
+GUARD = ("except Exception as _gradlab_error:\n"
+         "    __import__('gradlab.grading.notebook', fromlist=['failed']).failed(__file__, {where!r}, _gradlab_error)")
 
 
 def to_source(raw, name):
@@ -37,7 +51,7 @@ def to_source(raw, name):
         if cell.cell_type != "code":
             continue
         number += 1
-        kept, skipped = _cell(cell.source)
+        kept, skipped = _cell(cell.source, f"{name}: cell {number}")
         for line, what in skipped:
             notes.append(f"{name}: cell {number}" + (f" line {line}" if line else "") + f": {what}")
         if kept:
@@ -45,7 +59,7 @@ def to_source(raw, name):
     return "".join(chunks), notes
 
 
-def _cell(source):
+def _cell(source, where):
     lines = source.splitlines()
     if lines and lines[0].lstrip().startswith("%%"):
         return "", [(None, f"skipped (cell magic {lines[0].split()[0]})")]
@@ -58,14 +72,65 @@ def _cell(source):
         return "", [(e.lineno, f"skipped (not valid Python: {e.msg})")]
     kept, skipped = list(clean), []
     for stmt in tree.body:
+        first = clean[stmt.lineno - 1].strip()
         if not _defines(stmt):
-            first = clean[stmt.lineno - 1].strip()
             skipped.append((stmt.lineno, f"skipped `{first[:60]}` (runs code at the top level; "
                                          "only definitions are graded)"))
             for i in range(stmt.lineno - 1, stmt.end_lineno):
                 kept[i] = ""     # blank, so the lines kept keep their numbers within the cell
+        elif _guardable(stmt, tree.body):
+            _guard(kept, stmt, f"{where} line {stmt.lineno}: skipped `{first[:60]}`")
     text = "\n".join(kept)
     return (text if text.strip() else ""), skipped
+
+
+def _guardable(stmt, body):
+    """A kept statement that may raise at import and can be wrapped in a `try` as it is: not a definition
+    (a def or class runs no code of the student's when defined), not `from __future__` (it must come first),
+    alone on its lines, and holding no string that spans lines (indenting it would change the string)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Pass, ast.Global)):
+        return False
+    if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+        return False
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+        return False
+    if any(other is not stmt and other.lineno <= stmt.end_lineno and stmt.lineno <= other.end_lineno
+           for other in body):
+        return False
+    return not any(isinstance(n, (ast.Constant, ast.JoinedStr)) and n.lineno != n.end_lineno
+                   for n in ast.walk(stmt))
+
+
+def _guard(lines, stmt, where):
+    """Wrap the statement's lines in `try: ... except Exception: failed(...)` (two lines more: the generated
+    file's numbering is its own, notes give the cell's)."""
+    first, last = stmt.lineno - 1, stmt.end_lineno - 1
+    for i in range(first, last + 1):
+        lines[i] = "    " + lines[i]
+    lines[first] = "try:\n" + lines[first]
+    lines[last] = lines[last] + "\n" + GUARD.format(where=where)
+
+
+def failed(path, where, error):
+    """Called at import by a notebook's generated source when a kept statement raised: the note, one line,
+    goes beside the file for the grader (failures())."""
+    words = (str(error).splitlines() or [""])[0][:160]
+    note = f"{where} (it raised {type(error).__name__}{': ' + words if words else ''}; the rest of the notebook is graded)"
+    try:
+        with open(path + FAILED, "a", encoding="utf-8", errors="backslashreplace") as fh:
+            fh.write(note.replace("\n", " ") + "\n")
+    except OSError:
+        pass     # the statement is skipped all the same; only the note is lost
+
+
+def failures(path, most=20):
+    """The notes failed() left beside the generated file `path` (at most `most`; none for a .py file)."""
+    try:
+        with open(path + FAILED, encoding="utf-8", errors="replace") as fh:
+            lines = fh.read(64 << 10).splitlines()
+    except OSError:
+        return []
+    return [ln[:400] for ln in lines[:most]] + ([f"... and {len(lines) - most} more"] if len(lines) > most else [])
 
 
 def _defines(stmt):
@@ -107,7 +172,8 @@ def _calls_allowed(node):
             if isinstance(root, ast.Name):
                 if isinstance(sub.func, ast.Name) and root.id in ALLOWED_BUILTINS:
                     continue
-                if isinstance(sub.func, ast.Attribute) and root.id in ALLOWED_CALL_ROOTS:
+                if (isinstance(sub.func, ast.Attribute) and root.id in ALLOWED_CALL_ROOTS
+                        and sub.func.attr not in NUMPY_FILE_IO):
                     continue
             return False
     return True
