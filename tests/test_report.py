@@ -144,6 +144,49 @@ def test_metrics_have_plain_labels_and_bookkeeping_is_hidden(render):
     assert "largest error" in metrics and "tolerance" in metrics and "new number" in metrics
 
 
+def _metric_keys(tree):
+    """The literal keys of every metrics dict a source file builds: `metrics = {...}`, `metrics["k"] = ...`,
+    `metrics.update({...})`, and the dict passed to Outcome / CheckFailure / CheckRecord (or as metrics=)."""
+    import ast
+
+    def keys(node):
+        if isinstance(node, ast.Dict):
+            return {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+        return set()
+
+    def is_metrics(node):
+        return isinstance(node, ast.Name) and "metrics" in node.id
+    found = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign):
+            if any(is_metrics(t) for t in n.targets):
+                found |= keys(n.value)
+            found |= {t.slice.value for t in n.targets if isinstance(t, ast.Subscript) and is_metrics(t.value)
+                      and isinstance(t.slice, ast.Constant)}
+        elif isinstance(n, ast.Call):
+            name = getattr(n.func, "id", getattr(n.func, "attr", None))
+            if name == "update" and is_metrics(n.func.value) and n.args:
+                found |= keys(n.args[0])
+            at = {"Outcome": 1, "CheckFailure": 1, "CheckRecord": 3}.get(name)
+            if at is not None and len(n.args) > at:
+                found |= keys(n.args[at])
+            found |= {k for kw in n.keywords if kw.arg == "metrics" for k in keys(kw.value)}
+    return found
+
+
+def test_every_metric_a_check_records_has_a_plain_label():
+    # chunking's peak_bytes_large, init_stats's alpha, copy_task's loss_first, ... showed as raw keys
+    import ast
+    from pathlib import Path
+    import gradlab
+    from gradlab.frontends.report.labels import HIDDEN, LABELS
+    root = Path(gradlab.__file__).resolve().parent.parent
+    sources = sorted((root / "checks").glob("*.py")) + sorted((root / "gradlab").rglob("*.py"))
+    keys = set().union(*(_metric_keys(ast.parse(p.read_text())) for p in sources))
+    assert {"max_error", "peak_bytes_large", "alpha", "loss_first", "padded_keys", "applies"} <= keys  # it reads them
+    assert sorted(k for k in keys if k not in LABELS and k not in HIDDEN) == []
+
+
 def test_gradient_card_states_one_tolerance():
     import gradlab
     from pathlib import Path

@@ -51,12 +51,67 @@ LABELS = {
     "total_norm": "total norm",
     "max_norm": "max_norm",
     "step": "step",
+    "loss_first": "your first loss",
+    "loss_lowest": "your lowest loss",
+    "reference_lowest": "reference lowest loss",
+    "bar": "bar (loss to reach)",
+    "lr": "learning rate",
+    "warmup_steps": "warmup_steps",
+    "weight_decay": "weight_decay",
+    "first": "first scheduler's first value",
+    "second": "second scheduler's first value",
+    "reference": "reference value",
     # float16 and mixed precision
     "dtype": "dtype",
     "overflow": "overflow",
     "underflow": "underflow",
     "loss_scale": "loss scale",
     "skipped_steps": "skipped steps",
+    # smoke, backward, determinism, input_mutation, finite, reference
+    "forward_only": "forward only (no backward yet)",
+    "moved": "largest change backward made to it",
+    "max_difference": "largest difference between the two runs",
+    "changed_entries": "entries changed",
+    "argument": "argument changed",
+    "non_finite": "non-finite entries",
+    "shift": "input shifted by",
+    "field": "cfg field moved",
+    "value": "moved to",
+    "axis": "axis",
+    "shape": "your shape",
+    "expected": "expected",
+    "d_model": "d_model",
+    # chunking and memory
+    "chunk_size": "chunk size",
+    "chunk_sizes": "chunk sizes compared",
+    "causal": "causal",
+    "causal_checked": "causal chunks checked",
+    "peak_bytes_small": "peak memory at the shorter length (bytes)",
+    "peak_bytes_large": "peak memory at the longer length (bytes)",
+    "growth_exponent": "growth of the peak with T (1: like T, 2: like T squared)",
+    "bytes_per_chunk_entry": "bytes per chunk_size x T score",
+    # statistical checks: init_stats, dropout
+    "alpha": "false-alarm rate per test",
+    "tests": "statistical tests",
+    "draws": "numbers drawn",
+    "scheme": "initialiser",
+    "variance": "your variance",
+    "distinct": "distinct values",
+    "repeated_call": "a second call repeats the first",
+    "p": "drop probability p",
+    "scale": "survivors scaled by",
+    "kept_fraction": "fraction kept",
+    "case": "case",
+    # losses and their signatures: smoothing, signature, key_padding
+    "epsilon": "epsilon",
+    "epsilons": "epsilons compared",
+    "loss": "your loss",
+    "keywords": "keyword arguments accepted",
+    "missing": "keyword arguments missing",
+    "padded_keys": "padded keys",
+    "max_change": "largest change",
+    "max_padded_weight": "largest weight on a padded key",
+    "max_padded_grad": "largest gradient reaching a padded key",
 }
 
 # Fractions shown as percentages.
@@ -64,12 +119,14 @@ PERCENT = {"accuracy", "reference_accuracy", "curve_gap"}
 
 # Internal bookkeeping: in the JSON, not on the card.
 HIDDEN = {"kink_resamples", "resolution", "module_calls", "replay_seed", "backward_calls", "calls",
-          "unconfirmed_joint_ratio"}
+          "unconfirmed_joint_ratio", "applies"}
 # per check, keys whose meaning differs from the shared label
 BY_CHECK = {
     "gradient": {"step": None, "max_error": "largest error (of the gradient's size)"},
     "reference": {"max_error": "largest difference (of the output's scale)"},
-    "trajectory": {"step": "first wrong step"},
+    "trajectory": {"step": "first wrong step", "reference": "reference learning rate"},
+    "init_stats": {"expected": "expected variance"},
+    "smoothing": {"reference": "reference loss"},
 }
 
 
