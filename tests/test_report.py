@@ -144,6 +144,29 @@ def test_metrics_have_plain_labels_and_bookkeeping_is_hidden(render):
     assert "largest error" in metrics and "tolerance" in metrics and "new number" in metrics
 
 
+LONG = ("attention: gradient of 'out_weight' is wrong: worst at index (0, 9) (row 0 = context head 0, dim 0; "
+        "output feature 9): analytical 11.8055, numerical -0.854301 (error 0.38 of the gradient's size, tolerance "
+        "2.3e-10); 132 of 144 elements are off. The gradient of 'out_weight' is the transpose of the right one: for "
+        "y = x @ W the weight gradient is x.T @ grad_out, not grad_out.T @ x")
+
+
+def test_the_verdict_cuts_a_long_line_at_a_clause_not_inside_a_number(render):
+    # the page's CSS ellipsis cut the verdict's line at "numerical -...", half a number
+    html = render([KindResult("attention", "x.py", 0, {}, [CheckRecord("gradient", FAIL, LONG)])])
+    verdict = html[html.index('id="what-is-wrong"'):]
+    line = re.search(r"<li>(.*?)</li>", verdict, re.S).group(1)
+    assert line.endswith("132 of 144 elements are off. \u2026") and "transpose" not in line
+    assert "ul.wrong li { overflow: hidden; text-overflow: ellipsis" not in html   # the browser cuts nothing
+
+
+@pytest.mark.parametrize("limit, end", [(120, "output feature 9) \u2026"), (170, "analytical 11.8055 \u2026"),
+                                        (1000, "not grad_out.T @ x")])
+def test_shortened_stops_where_a_reader_can(limit, end):
+    from gradlab.frontends.report.render import _shortened
+    line = _shortened(LONG, limit)
+    assert line.endswith(end) and len(line) <= limit + 2, line
+
+
 def _metric_keys(tree):
     """The literal keys of every metrics dict a source file builds: `metrics = {...}`, `metrics["k"] = ...`,
     `metrics.update({...})`, and the dict passed to Outcome / CheckFailure / CheckRecord (or as metrics=)."""

@@ -17,6 +17,7 @@ from gradlab.frontends.report import figures
 from gradlab.frontends.report.labels import PERCENT, label
 
 MAX_TABLE_ROWS = 60
+VERDICT_CHARS = 240     # a failing check's line in the verdict: about two lines of the page
 STATUS_WORD = {PASS: "pass", FAIL: "fail", ERROR: "error", SKIP: "skip"}
 
 
@@ -90,6 +91,7 @@ def _kind_context(index, result, student=None):
             "seconds": record.seconds,
             # the first line, without the "kind: " the card's name already says
             "headline": _headline(result.kind, record.message),
+            "verdict": _shortened(_headline(result.kind, record.message)),
         })
     statuses = {c["status"] for c in checks}
     return {"kind": result.kind, "impl": result.impl, "seed": result.seed, "anchor": anchor,
@@ -118,6 +120,26 @@ def _said_once(failed):
 def _headline(kind, message):
     first = (message or "").splitlines()[0] if message else ""
     return first[len(kind) + 2:] if first.startswith(f"{kind}: ") else first
+
+
+def _shortened(line, limit=VERDICT_CHARS):
+    """`line` cut to at most `limit` characters where a reader can stop: after a sentence or a clause
+    ("; "), else after a comma or a colon, else between words, never inside parentheses when that can be
+    helped (a cut inside "numerical -0.854301 (error ..." left half a number and an open parenthesis)."""
+    if len(line) <= limit:
+        return line
+    cuts = {". ": [], "; ": [], ", ": [], ": ": [], " ": []}
+    depth = 0
+    for i, ch in enumerate(line[:limit + 1]):
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+        pair = line[i:i + 2] if ch != " " else " "
+        if pair in cuts and i <= limit - 2 and (depth == 0 or pair == " "):
+            cuts[pair].append(i + (1 if pair == ". " else 0))
+    for group in ((". ", "; "), (", ", ": "), (" ",)):
+        at = max((i for pair in group for i in cuts[pair]), default=None)
+        if at:
+            return line[:at].rstrip(" ,;:") + " \u2026"
+    return line[:limit - 2] + " \u2026"
 
 
 def _metrics(check, metrics):
