@@ -115,7 +115,8 @@ def failed(path, where, error):
     """Called at import by a notebook's generated source when a kept statement raised: the note, one line,
     goes beside the file for the grader (failures())."""
     words = (str(error).splitlines() or [""])[0][:160]
-    note = f"{where} (it raised {type(error).__name__}{': ' + words if words else ''}; the rest of the notebook is graded)"
+    raised = type(error).__name__ + (f": {words}" if words else "")
+    note = f"{where} (it raised {raised}; the rest of the notebook is graded)"
     try:
         with open(path + FAILED, "a", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(note.replace("\n", " ") + "\n")
