@@ -224,8 +224,9 @@ class ModuleSetup:
             # weight gradient would pass. Judge only against a float64 copy, or say why not.
             raise CannotJudge(f"a float16 module's gradients are compared with finite differences of a float64 "
                               f"copy of it (finite differences in float16 cannot tell a 3x wrong gradient from a "
-                              f"right one), and {self.note}; build it in cfg.dtype (float64 when cfg.dtype is "
-                              f"'float64')")
+                              f"right one), and {self.note}: there is no float64 copy to compare with. Arithmetic "
+                              f"of your own precision inside is fine (CONTRACT §6); its gradients are judged in "
+                              f"--dtype float32 and float64, and in float16 only a module that follows cfg.dtype")
         else:
             arrays = [arr for _, arr, _ in analytical]
             if any(eps_of(inputs[k].dtype) > own_eps for k in wrt):
