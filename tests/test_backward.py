@@ -21,8 +21,11 @@ def test_reference_modules_pass(run, kind, dtype):
 
 
 def test_does_not_apply_to_functions_and_optimizers(run):
-    assert backward_record(run, "cross_entropy").status == "skip"
-    assert backward_record(run, "adam").status == "skip"
+    # (asked for alone it judges nothing: a usage error, test_options; beside smoke it is skipped)
+    for kind in ("cross_entropy", "adam"):
+        assert run(kind, None, ["smoke", "backward"], seed=0)["backward"].status == "skip"
+    with pytest.raises(gradlab.UsageError, match="--checks backward: does not apply to adam"):
+        backward_record(run, "adam")
 
 
 @pytest.mark.parametrize("kind, name", [
