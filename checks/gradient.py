@@ -130,6 +130,16 @@ def split_direction(rng, tensors):
     return out
 
 
+def _no_float64_copy(note):
+    """What to do about a float16 module that has no float64 copy: float32 arithmetic inside is the student's to
+    choose (CONTRACT §6), only judged in float32 and float64; parameters kept in float16 are not."""
+    if "computes in float32" in note:
+        return (": there is no float64 copy to compare with. Arithmetic of your own precision inside is fine "
+                "(CONTRACT §6); its gradients are judged in --dtype float32 and float64, and in float16 only a module "
+                "that follows cfg.dtype")
+    return "; build it in cfg.dtype (float64 when cfg.dtype is 'float64')"
+
+
 class ModuleSetup:
     """A randomised instance of the student's module, and (for a float32 module)
     a float64 copy holding the same parameters, for the numerical side."""
@@ -224,9 +234,7 @@ class ModuleSetup:
             # weight gradient would pass. Judge only against a float64 copy, or say why not.
             raise CannotJudge(f"a float16 module's gradients are compared with finite differences of a float64 "
                               f"copy of it (finite differences in float16 cannot tell a 3x wrong gradient from a "
-                              f"right one), and {self.note}: there is no float64 copy to compare with. Arithmetic "
-                              f"of your own precision inside is fine (CONTRACT §6); its gradients are judged in "
-                              f"--dtype float32 and float64, and in float16 only a module that follows cfg.dtype")
+                              f"right one), and {self.note}{_no_float64_copy(self.note)}")
         else:
             arrays = [arr for _, arr, _ in analytical]
             if any(eps_of(inputs[k].dtype) > own_eps for k in wrt):

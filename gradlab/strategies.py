@@ -47,6 +47,16 @@ FIELDS_BY_KIND = {
     "adamw": ("lr", "beta1", "beta2", "eps", "weight_decay"),
     "schedule": ("d_model", "warmup_steps"),
     "clip_grad_norm": ("max_norm",),
+    "sinusoidal": ("max_len", "d_model"),
+    "warmup": ("d_model", "warmup_steps"),
+    "label_smoothing": ("batch_size", "seq_len", "vocab_size"),
+    "chunked_attention": _MODEL + ("num_heads",),
+    "dropout": _MODEL + ("dropout",),
+    "encoder_layer": _MODEL + ("num_heads", "d_ff", "eps"),
+    "cross_attention": _MODEL + ("num_heads", "max_len"),
+    "decoder_layer": _MODEL + ("num_heads", "d_ff", "eps", "max_len"),
+    "seq2seq": _MODEL + ("num_heads", "d_ff", "vocab_size", "max_len", "n_layers", "eps"),
+    "mixed_precision": ("lr", "loss_scale", "loss_scaling", "growth_interval"),
 }
 
 # Hyperparameters are drawn from values people use; the first of each list is
@@ -59,6 +69,10 @@ _CHOICES = {
     "weight_decay": (0.0, 0.01, 0.1),
     "max_norm": (1.0, 0.1, 10.0, 1e-3),
     "warmup_steps": (4, 1, 2, 100),
+    "dropout": (0.1, 0.0, 0.5, 0.3),
+    "loss_scale": (1024.0, 1.0, 3.0, 65504.0),
+    "loss_scaling": ("dynamic", "static"),
+    "growth_interval": (4, 1, 2, 10),
 }
 _EPS = {"adam": (1e-8, 1e-6, 1e-3), "adamw": (1e-8, 1e-6, 1e-3)}
 _EPS_DEFAULT = (1e-5, 1e-6, 1e-3)
@@ -93,6 +107,8 @@ def configs(draw, kind, *, max_batch=3, max_seq=6, max_heads=3, max_head_width=4
     pick("vocab_size", st.integers(2, max_vocab))
     if "seq_len" in cfg:   # max_len == seq_len (a full positional table) is where Hypothesis shrinks to
         pick("max_len", st.integers(0, 3).map(lambda extra: cfg["seq_len"] + extra))
+    else:                  # a table of its own length (sinusoidal): long ones too, where float32 angles round
+        pick("max_len", st.integers(1, 512))
     pick("n_layers", st.integers(1, max_layers))
     for name, choices in _CHOICES.items():
         pick(name, st.sampled_from(choices))

@@ -30,6 +30,19 @@ def test_a_reference_kind_explores_clean(capsys):
     assert err == ""
 
 
+@pytest.mark.parametrize("kind, varied", [("dropout", "dropout 0..0.5"), ("sinusoidal", "max_len "),
+                                          ("mixed_precision", "loss_scale "), ("cross_attention", "num_heads ")])
+def test_the_newer_kinds_explore_the_fields_their_checks_read(capsys, kind, varied):
+    # they drew batch_size, seq_len and d_model alone (a sinusoidal table's max_len, dropout's p: never)
+    code, out, err = run_main(capsys, "check", kind, "--explore", "6", "--seed", "0")
+    assert code == 0 and varied in out, out
+
+
+def test_every_kind_says_which_fields_it_reads():
+    from gradlab.strategies import FIELDS_BY_KIND
+    assert set(KINDS) - set(FIELDS_BY_KIND) == {"init"}      # (init reads no cfg field: shapes are its arguments)
+
+
 def test_a_bug_only_at_one_head_is_found_and_shrunk_to_the_smallest_configuration(zoo, capsys):
     impl = zoo("explore_bad_attention_one_head_fast_path.py")
     assert gradlab.check("attention", impl=impl, seed=0).passed          # the default sizes (H = 2) miss it

@@ -89,3 +89,14 @@ def test_the_cli_says_it_in_one_line_and_exits_1(zoo, capsys):
     out = capsys.readouterr().out
     assert "ERROR  linear::gradient" in out and "cannot judge: a float16 module's gradients" in out
     assert "PASS  linear::gradient" not in out
+
+
+def test_float32_arithmetic_inside_is_not_told_to_build_in_cfg_dtype(zoo, run, all_pass):
+    # its parameters, output and gradients follow cfg.dtype; "build it in cfg.dtype" sent the student to change
+    # what was right. In float16 it cannot be judged (no float64 copy), and the words say where it is
+    for dtype in ("float64", "float32"):
+        all_pass(run("linear", zoo("odd_linear_float32_inside.py"), seed=1, dtype=dtype), dtype)
+    record = run("linear", zoo("odd_linear_float32_inside.py"), ["gradient"], seed=1, dtype="float16")["gradient"]
+    assert record.status == "error" and "build it in cfg.dtype" not in record.message
+    assert "judged in --dtype float32 and float64" in record.message, record.message
+
