@@ -1,10 +1,9 @@
 import sys
 
-from gradlab.frontends.cli import main
+from gradlab.frontends.cli import main, stopped
 
 try:
     code = main()
-except KeyboardInterrupt:         # Ctrl-C as main returns: the same one line and exit status as during the run
-    print("gradlab: interrupted", file=sys.stderr)
-    code = 130
+except KeyboardInterrupt as e:    # Ctrl-C as main returns: the same one line and exit status as during the run
+    code = stopped(e)
 sys.exit(code)

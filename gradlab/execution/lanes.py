@@ -25,7 +25,8 @@ busy. With N lanes, N kinds run at once:
 - The time limits hold per call as before; the wall-time limit counts from the
   run's start in every lane (each lane's worker gets what is left of it).
 - Ctrl-C reaches the lanes (same process group): each stops its worker and
-  ends; the coordinator waits for them, then exits 130 as a run of one lane does.
+  ends; the coordinator waits for them, then exits 130 as a run of one lane does
+  (SIGTERM and SIGHUP the same way, exit 143 and 129).
 
 Lanes are used only where they help and are safe: a run through workers of more
 than one kind, in a process running no other thread (a fork copies only the
@@ -239,7 +240,7 @@ class _Lane:
                 from_lane.close()
                 to_lane.close()
                 tempfile.tempdir = scratch        # its workers' folders go there
-                signal.signal(signal.SIGINT, _interrupted_once)
+                _stop_on_signals()
                 _lane_main(plan, limits, from_here, to_here)
                 code = 0
             except BaseException:     # Ctrl-C (its worker is stopped by then), a worker that would not start, or
@@ -309,11 +310,26 @@ class _Lane:
         return f"exit status {os.WEXITSTATUS(self.status)}"
 
 
+STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _stop_on_signals():
+    """In a lane: Ctrl-C, SIGTERM and SIGHUP (not where they were ignored: nohup) stop it once
+    (_interrupted_once). The coordinator's own handler, inherited by the fork, would stop it too, but a
+    second signal would cut the stop short."""
+    signal.signal(signal.SIGINT, _interrupted_once)
+    for sig in STOPPING[1:]:
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, _interrupted_once)
+
+
 def _interrupted_once(signum, frame):
-    """A lane's SIGINT: the first stops the lane (KeyboardInterrupt: its worker is stopped on the way out);
-    any later one is ignored, so that stopping it is not cut short. (Ctrl-C reaches a lane twice: from the
-    terminal, and from the coordinator's _stop.)"""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """A lane's SIGINT (SIGTERM, SIGHUP): the first stops the lane (KeyboardInterrupt: its worker is stopped
+    on the way out); any later one is ignored, so that stopping it is not cut short. (Ctrl-C reaches a lane
+    twice: from the terminal, and from the coordinator's _stop; `timeout`'s SIGTERM goes to the whole group,
+    and the coordinator's SIGINT follows.)"""
+    for sig in STOPPING:
+        signal.signal(sig, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 

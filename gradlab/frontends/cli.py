@@ -119,8 +119,7 @@ def main(argv=None):
     try:
         with _ctrl_c_remembered(), _stdout_survives_a_closed_pipe():
             code = _command(args)
-        if _CTRL_C["seen"]:           # a Ctrl-C Python swallowed on the way (see _ctrl_c_remembered)
-            raise KeyboardInterrupt
+        interrupted()                 # a Ctrl-C Python swallowed on the way (see _ctrl_c_remembered)
         return code
     except UsageError as e:
         print(f"gradlab: error: {e}", file=sys.stderr)
@@ -132,11 +131,8 @@ def main(argv=None):
             elif text:
                 print(text, file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        from gradlab.execution.remote import close_all
-        close_all()            # the workers, and whatever they started
-        print("gradlab: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        return stopped(e)
 
 
 def parse_overrides(pairs, dtype):
@@ -172,21 +168,47 @@ def _command(args):
     return cmd_check(args)
 
 
-_CTRL_C = {"seen": False}
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (`kill`, `timeout`, a closed terminal, a batch system's end of job). A
+    KeyboardInterrupt, so that every path that stops the workers, lanes and grading jobs and removes their
+    folders on Ctrl-C does the same for it; main() then exits 128 + the signal's number."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+_CTRL_C = {"seen": None}        # the signal number of the Ctrl-C, SIGTERM or SIGHUP that stops the run
+
+
+def _stop_exception(signum):
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
 
 
 def interrupted():
-    """Raise KeyboardInterrupt if Ctrl-C was pressed and Python swallowed it (a front end calls this between
-    checks)."""
+    """Raise KeyboardInterrupt if Ctrl-C (or SIGTERM, SIGHUP) came and Python swallowed it (a front end calls
+    this between checks)."""
     if _CTRL_C["seen"]:
-        raise KeyboardInterrupt
+        raise _stop_exception(_CTRL_C["seen"])
+
+
+def stopped(exc):
+    """A run stopped by Ctrl-C (exit 130) or by SIGTERM / SIGHUP (128 + its number): the workers stopped,
+    one line."""
+    from gradlab.execution.remote import close_all
+    close_all()            # the workers, and whatever they started
+    signum = getattr(exc, "signum", signal.SIGINT)
+    print("gradlab: interrupted" if signum == signal.SIGINT else "gradlab: terminated", file=sys.stderr)
+    return 128 + signum
 
 
 @contextlib.contextmanager
 def _ctrl_c_remembered():
     """Ctrl-C raises KeyboardInterrupt as ever, and is also remembered: one raised inside a weakref or gc
     callback is printed as 'Exception ignored in ...' and swallowed, and the run would go on to exit 0.
-    Remembered, it ends the run at the next record, or at its end: exit 130 either way."""
+    Remembered, it ends the run at the next record, or at its end: exit 130 either way.
+    SIGTERM and SIGHUP are handled the same way (Terminated), where nobody ignores them (nohup)."""
     import threading
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
@@ -194,14 +216,20 @@ def _ctrl_c_remembered():
         return
 
     def handler(signum, frame):
-        _CTRL_C["seen"] = True
-        raise KeyboardInterrupt
-    _CTRL_C["seen"] = False
-    signal.signal(signal.SIGINT, handler)
+        if _CTRL_C["seen"] in TERMINATING:
+            return         # `timeout` sends SIGTERM twice (to gradlab, then to its group): let the stop finish
+        _CTRL_C["seen"] = signum
+        raise _stop_exception(signum)
+    _CTRL_C["seen"] = None
+    ours = [sig for sig in TERMINATING if signal.getsignal(sig) is signal.SIG_DFL]
+    for sig in (signal.SIGINT, *ours):
+        signal.signal(sig, handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        for sig in ours:
+            signal.signal(sig, signal.SIG_DFL)
 
 
 class _PipeSafe:
