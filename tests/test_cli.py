@@ -430,3 +430,45 @@ def test_checks_given_twice_run_both(capsys):
     assert main(["check", "layernorm", "--checks", "gradient", "--checks", "backward", "--seed", "0"]) == 0
     out = capsys.readouterr().out
     assert "layernorm::gradient" in out and "layernorm::backward" in out
+
+
+# ---- what the student's text may not do to the terminal ------------------------------------------
+
+FAKE_PASS = "\\x1b[2K\\x1b[1A\\x1b[32m PASS  layernorm::gradient\\x1b[0m\\x07\\x9b"
+
+
+def test_control_characters_of_the_students_text_are_shown_escaped(tmp_path, capsys):
+    # a forward raising with this message erased gradlab's ERROR line and printed a PASS of its own (records,
+    # without -v); what the code prints (-v) and a file name in a usage error likewise
+    impl = student_file(tmp_path, forward=f'print("out\\r{FAKE_PASS}\\tend"); raise ValueError("{FAKE_PASS}")')
+    for verbose in ([], ["-v"]):
+        code, out, err = run_main(capsys, "check", "layernorm", "--impl", impl, "--checks", "smoke", "--seed", "0",
+                                  *verbose)
+        assert code == 1
+        assert not [c for c in out + err if ord(c) < 32 and c not in "\n\t" or 0x7f <= ord(c) <= 0x9f]
+        assert ": \\x1b[2K\\x1b[1A\\x1b[32m PASS  layernorm::gradient\\x1b[0m\\x07\\x9b" in out
+    assert "out\\r\\x1b[2K" in out and "\tend" in out     # (-v) a tab and newlines: the layout, kept
+    code, out, err = run_main(capsys, "check", "layernorm", "--impl", str(tmp_path / "\x1b[31mred.py"))
+    assert code == 2 and err.count("\n") == 1 and "\\x1b[31mred.py" in err and "\x1b" not in err
+
+
+def test_the_json_and_the_report_keep_the_students_text_as_it_is(tmp_path, capsys):
+    impl = student_file(tmp_path, forward=f'raise ValueError("<b>{FAKE_PASS}")')
+    code, out, err = run_main(capsys, "check", "layernorm", "--impl", impl, "--checks", "smoke", "--seed", "0",
+                              "--json", str(tmp_path / "r.json"), "--report", str(tmp_path / "r.html"))
+    assert code == 1
+    raw = "<b>\x1b[2K\x1b[1A\x1b[32m PASS  layernorm::gradient\x1b[0m\x07\x9b"
+    assert raw in json.loads((tmp_path / "r.json").read_text())["checks"][0]["message"]
+    html = (tmp_path / "r.html").read_text()
+    assert "&lt;b&gt;" in html and "<b>\x1b" not in html
+
+
+def test_the_status_line_escapes_what_it_shows_but_writes_its_own_erase(monkeypatch):
+    import io
+    from gradlab.frontends.status import ERASE, StatusLine
+    from gradlab.frontends.terminal import Escaped
+    raw = io.StringIO()
+    raw.isatty = lambda: True
+    line = StatusLine(Escaped(raw))
+    line.show("[1/2 graded] \x1b[31mred: 10/10")
+    assert raw.getvalue() == ERASE + "[1/2 graded] \\x1b[31mred: 10/10"

@@ -533,6 +533,18 @@ def test_names_that_are_not_utf8_are_graded_and_checked(tmp_path, capsys):
     assert report_path.exists()
 
 
+def test_a_name_with_terminal_codes_is_shown_escaped_in_the_table(tmp_path, capsys):
+    # a file named "\x1b[31mred\x1b[0m.py" coloured grade's table (and could erase its lines)
+    subs = tmp_path / "class"
+    subs.mkdir()
+    (subs / "\x1b[31mred\x1b[0m.py").write_text(MODULES)
+    out = tmp_path / "out"
+    assert main(["grade", str(subs), "--kinds", "layernorm", "--out", str(out), "--seed", str(SEED)]) == 0
+    shown = capsys.readouterr().out
+    assert "\x1b" not in shown and "\\x1b[31mred\\x1b[0m  " in shown
+    assert (out / "\x1b[31mred\x1b[0m" / "results.json").exists()     # (the files keep the name)
+
+
 def test_the_per_call_limit_has_a_flag_and_the_overtime_hint_names_it(tmp_path, capsys):
     """A forward that sleeps 1.5 s once: stopped at --call-timeout 1 (the hint named grade's --timeout, which is
     the whole submission's limit), graded at the default."""

@@ -65,6 +65,15 @@ def test_items_failures_and_precondition(pytester, student):
         "-p", "no:xdist", "--gradlab-impl", student, "-rs", "-k", "layernorm").stdout.str()
 
 
+def test_terminal_codes_in_the_students_text_are_shown_escaped(pytester):
+    # a message that erases pytest's line and prints a PASS of its own, in a failure and in a skip reason
+    pytester.makepyfile(codes=STUDENT.replace("<script>alert('owned')</script>", "\\x1b[2K\\x1b[32m PASSED\\x1b[0m"))
+    out = pytester.runpytest("-p", "no:xdist", "--color=no", "--gradlab-impl", "codes.py", "-rs", "-k",
+                             "layernorm").stdout.str()
+    assert "\x1b" not in out
+    assert out.count("\\x1b[2K\\x1b[32m PASSED\\x1b[0m") >= 2          # the failure, a skip's reason
+
+
 def test_unloadable_impl_is_a_collection_error(pytester):
     result = pytester.runpytest("-p", "no:xdist", "--gradlab-impl", "missing.py")
     assert result.ret == pytest.ExitCode.INTERRUPTED

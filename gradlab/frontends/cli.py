@@ -17,6 +17,7 @@ from gradlab.contract import options
 from gradlab.contract.errors import UsageError
 from gradlab.contract.records import dumps
 from gradlab.frontends.status import StatusLine
+from gradlab.frontends.terminal import escaped_output
 
 EXAMPLES = """\
 examples:
@@ -109,6 +110,13 @@ def _printable_names():
 
 def main(argv=None):
     _printable_names()
+    # every line printed shows control characters escaped (a student's text must not move the cursor or
+    # erase lines); escaping outermost, so that StatusLine's own erase codes reach the pipe-safe stream
+    with _stdout_survives_a_closed_pipe(), escaped_output():
+        return _main(argv)
+
+
+def _main(argv):
     parser = build_parser()         # (it imports the front ends: Ctrl-C is still gradlab._interrupted_while_starting)
     args = parser.parse_args(argv)
     if args.command is None:
@@ -117,7 +125,7 @@ def main(argv=None):
     if signal.getsignal(signal.SIGINT) is gradlab._interrupted_while_starting:
         signal.signal(signal.SIGINT, signal.default_int_handler)    # started: Ctrl-C is a KeyboardInterrupt again
     try:
-        with _ctrl_c_remembered(), _stdout_survives_a_closed_pipe():
+        with _ctrl_c_remembered():
             code = _command(args)
         interrupted()                 # a Ctrl-C Python swallowed on the way (see _ctrl_c_remembered)
         return code

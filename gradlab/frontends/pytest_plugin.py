@@ -30,6 +30,7 @@ import pytest
 
 from gradlab.contract import options
 from gradlab.frontends import testing
+from gradlab.frontends.terminal import printable
 from gradlab.contract.errors import UsageError
 
 RECORD_ATTR = "gradlab_record"
@@ -241,7 +242,7 @@ class GradlabItem(_Item):
     def runtest(self):
         record, seed = testing.run_case(self.case)
         if record.status == "skip":
-            pytest.skip(record.message)
+            pytest.skip(printable(record.message))
         if not record.ok:
             raise CheckFailed(testing.failure_text(self.case, record, seed))
 
@@ -262,7 +263,8 @@ class GradlabLoadError(_Item):
         testing.set_last_record({"impl": os.fspath(self.impl), "kind": "(load)", "seed": testing.session_seed(),
                                  "config": {}, "record": record.to_dict()})
         where = os.fspath(self.impl)
-        raise CheckFailed(self.message if os.path.basename(where) in self.message else f"{where}: {self.message}")
+        message = printable(self.message)
+        raise CheckFailed(message if os.path.basename(where) in message else f"{where}: {message}")
 
 
 def assemble(records, impls=()):

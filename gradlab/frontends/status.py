@@ -2,12 +2,14 @@
 `gradlab grade`'s, `gradlab train`'s bar); nothing at all on a file or a pipe."""
 import shutil
 
+from gradlab.frontends.terminal import printable, unescaped
+
 ERASE = "\r\x1b[K"    # back to the line's start, erase it
 
 
 class StatusLine:
     def __init__(self, stream):
-        self.stream = stream
+        self.stream = unescaped(stream)      # (its own erase codes are written as they are)
         self.enabled = bool(getattr(stream, "isatty", lambda: False)())
         self.shown = False
 
@@ -19,7 +21,7 @@ class StatusLine:
         """Replace the line (cut to the terminal's width), when on a terminal."""
         if not self.enabled:
             return
-        self.stream.write(ERASE + line[:max(self.columns() - 1, 10)])
+        self.stream.write(ERASE + printable(line)[:max(self.columns() - 1, 10)])
         self.stream.flush()
         self.shown = True
 

@@ -30,6 +30,7 @@ from gradlab.execution.runner import time_limit
 from gradlab.contract.errors import UsageError
 from gradlab.contract.kinds import get_kind
 from gradlab.contract.records import ERROR, FAIL, SKIP, json_default
+from gradlab.frontends.terminal import printable
 
 __all__ = ["parametrize_with_checks", "CheckCase", "cases", "run_case", "session_seed"]
 
@@ -84,7 +85,7 @@ class CheckCase:
         import pytest
         record, seed = run_case(self, seed)
         if record.status == SKIP:
-            pytest.skip(record.message)
+            pytest.skip(printable(record.message))
         if record.status in (FAIL, ERROR):
             pytest.fail(failure_text(self, record, seed), pytrace=False)
         return record
@@ -168,7 +169,7 @@ def pop_last_record():
 
 def failure_text(case, record, seed):
     """What pytest shows for a failed check: the message, then how to replay it."""
-    text = record.message   # already names the kind, the tensor, the numbers
+    text = printable(record.message)   # names the kind, the tensor, the numbers; the student's text escaped
     command = replay_command(case, seed)
     return f"{text}\nreplay: {command}" if command else f"{text}\nseed: {seed}"
 
