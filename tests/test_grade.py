@@ -545,6 +545,18 @@ def test_a_name_with_terminal_codes_is_shown_escaped_in_the_table(tmp_path, caps
     assert (out / "\x1b[31mred\x1b[0m" / "results.json").exists()     # (the files keep the name)
 
 
+def test_names_that_a_spreadsheet_would_run_as_formulas_are_quoted_in_grades_csv(tmp_path):
+    from gradlab.grading import outputs
+    names = ['=HYPERLINK("x","A")', "+1+2", "-2+3", "@SUM(1)", "\tTAB", "\rCR", "alice", "o'neil", "x=1"]
+    graded = {name: {"score": 1.0, "tests": [{"name": "layernorm::smoke", "score": 1.0}]} for name in names}
+    outputs.write_class(str(tmp_path), graded, rubric_mod.load(None, ["layernorm"]), SEED, "0")
+    rows = list(csv.DictReader((tmp_path / "grades.csv").open(newline="")))
+    shown = {row["student"] for row in rows}
+    assert shown == {"'=HYPERLINK(\"x\",\"A\")", "'+1+2", "'-2+3", "'@SUM(1)", "'\tTAB", "'\rCR", "alice", "o'neil",
+                     "x=1"}
+    assert set(json.loads((tmp_path / "class.json").read_text())["students"]) == set(names)   # (JSON: the name)
+
+
 def test_the_per_call_limit_has_a_flag_and_the_overtime_hint_names_it(tmp_path, capsys):
     """A forward that sleeps 1.5 s once: stopped at --call-timeout 1 (the hint named grade's --timeout, which is
     the whole submission's limit), graded at the default."""

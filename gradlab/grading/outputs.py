@@ -139,7 +139,8 @@ def write_class(out, graded, rubric, seed, version):
     for student in sorted(graded):
         results = graded[student]
         per_kind = _per_kind(results, kinds)
-        writer.writerow([student, _num(results["score"]), _num(maximum)] + [_num(per_kind[k]) for k in kinds])
+        writer.writerow([_text_cell(student), _num(results["score"]), _num(maximum)]
+                        + [_num(per_kind[k]) for k in kinds])
         students[student] = {"score": results["score"], "max_score": maximum,
                              "kinds": per_kind, "tests": {t["name"]: t["score"] for t in results["tests"]},
                              "execution_time": results.get("execution_time")}
@@ -147,6 +148,16 @@ def write_class(out, graded, rubric, seed, version):
     atomic_write(os.path.join(out, "class.json"), dumps(
         {"gradlab_version": version, "seed": seed, "kinds": kinds, "max_score": maximum,
          "rubric": rubric.to_dict(), "students": students}, indent=1))
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _text_cell(text):
+    """A text cell a spreadsheet shows as text: a student named '=HYPERLINK(...)' or '+1+2' (a folder name
+    the teacher does not choose) would be a formula when grades.csv is opened. Quoted with a leading "'", as
+    OWASP's rule for CSV injection says."""
+    return "'" + text if text.startswith(FORMULA_START) else text
 
 
 def _per_kind(results, kinds):
