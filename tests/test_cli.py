@@ -472,3 +472,53 @@ def test_the_status_line_escapes_what_it_shows_but_writes_its_own_erase(monkeypa
     line = StatusLine(Escaped(raw))
     line.show("[1/2 graded] \x1b[31mred: 10/10")
     assert raw.getvalue() == ERASE + "[1/2 graded] \\x1b[31mred: 10/10"
+
+
+# ---- the worker's limits: one rule each, said as it is --------------------------------------------------
+
+@pytest.mark.parametrize("argv, words", [
+    (["--wall-time", "-1"], "--wall-time -1: must be a number >= 0 (0 or inf: no limit)"),
+    (["--max-output", "nan"], "--max-output nan: must be a number >= 0 (0 or inf: no limit)"),
+    (["--max-memory", "-5"], "--max-memory -5: must be 0 (no limit) or at least 256 (MB"),
+    (["--max-memory", "100"], "--max-memory 100: is less than NumPy alone needs; give at least 256 (MB), or 0"),
+], ids=["wall-time negative", "max-output nan", "max-memory negative", "max-memory small"])
+def test_a_bad_limit_says_the_rule_it_breaks(capsys, argv, words):
+    code, out, err = run_main(capsys, "check", "softmax", "--checks", "smoke", *argv)
+    assert code == 2 and err.count("\n") == 1 and words in err
+
+
+def test_inf_is_no_limit_for_every_limit_as_for_timeout(capsys):
+    # --timeout inf was no limit, --wall-time inf was refused as "must be a number >= 0"
+    from gradlab.frontends import cli
+    args = cli.build_parser().parse_args(["check", "softmax", "--timeout", "inf", "--wall-time", "inf",
+                                          "--max-output", "inf"])
+    limits = cli.run_limits(args)
+    assert (limits.wall, limits.output_mb) == (0, 0)
+    code, out, err = run_main(capsys, "check", "softmax", "--checks", "smoke", "--seed", "0", "--isolate",
+                              "--timeout", "inf", "--wall-time", "inf", "--max-output", "inf")
+    assert code == 0, out + err
+
+
+def test_a_wall_time_too_small_to_start_the_worker_is_said_so(tmp_path, capsys):
+    # it said "last seen at gradlab:6" (or re's _parser.py), as if the student's code had run past the limit
+    code, out, err = run_main(capsys, "check", "layernorm", "--wall-time", "0.001")
+    assert code == 2 and err.count("\n") == 1
+    assert "--wall-time 0.001: is too small to start the worker" in err and "last seen" not in err
+
+
+def test_a_wall_time_that_runs_out_before_the_file_is_reached_is_not_blamed_on_it(tmp_path):
+    # the limit ran out while the worker was still in gradlab's own set-up (above 0.1 s, on a busy machine)
+    from gradlab.execution.remote import Session
+    impl = student_file(tmp_path)
+    session = Session(impl, None)
+    session.tmp = str(tmp_path)
+    dump = tmp_path / "last_seen.txt"
+    gradlab_frame = f'  File "{Path(gradlab.__file__).parent}/execution/worker.py", line 6 in init\n'
+    dump.write_text("Current thread 0x1 (most recent call first):\n"
+                    '  File "/usr/lib/python3.11/re/_parser.py", line 169 in __getitem__\n' + gradlab_frame)
+    init = {"op": "init", "impl": impl}
+    assert session._still_starting(init)
+    dump.write_text("Current thread 0x1 (most recent call first):\n"
+                    f'  File "{impl}", line 3 in <module>\n' + gradlab_frame)
+    assert not session._still_starting(init)
+    assert not session._still_starting({"op": "call"})

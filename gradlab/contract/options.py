@@ -29,16 +29,28 @@ import numpy as np
 from gradlab.contract.errors import UsageError
 
 
+MEMORY_MIN_MB = 256     # NumPy and SciPy alone take ~0.25 GB of address space
+WALL_MIN = 0.1          # seconds; as --timeout's least (a worker takes about that to import a file)
+
+
 def check_limit(flag, value):
     """A worker limit from the command line (--wall-time, --max-memory, --max-output, and pytest's
-    --gradlab-wall-time ...): a number >= 0, 0 for none, and a memory limit NumPy can start under.
-    Returns it; a bad one is refused."""
-    if value is None or not value >= 0 or value == float("inf"):
-        raise refuse(f"{flag} {shown(value)}", "must be a number >= 0", f"e.g. {flag} 0 for no limit")
-    if flag.endswith("-max-memory") and 0 < value < 256:
-        raise refuse(f"{flag} {shown(value)}", "is less than NumPy alone needs",
-                     "give at least 256 (MB), or 0 for no limit")
-    return value
+    --gradlab-wall-time ...): a number >= 0, 0 or inf for none (as --timeout takes them), and a memory limit
+    NumPy can start under. Returns the value the Limits take (0 for none); a bad one is refused."""
+    what = f"{flag} {shown(value)}"
+    if flag.endswith("-max-memory"):
+        if value is None or not (value == 0 or value >= MEMORY_MIN_MB):
+            low = value is not None and 0 < value < MEMORY_MIN_MB
+            if low:
+                raise refuse(what, "is less than NumPy alone needs", f"give at least {MEMORY_MIN_MB} (MB), or 0 for no limit")
+            raise refuse(what, f"must be 0 (no limit) or at least {MEMORY_MIN_MB} (MB: NumPy alone needs about "
+                         "0.25 GB)", f"e.g. {flag} 4096")
+    elif value is None or not value >= 0:
+        raise refuse(what, "must be a number >= 0 (0 or inf: no limit)", f"e.g. {flag} 0 for no limit")
+    elif flag.endswith("-wall-time") and 0 < value < WALL_MIN:
+        raise refuse(what, f"is too small to start the worker (the run's time limit; below {WALL_MIN:g} s it runs out "
+                     "before your code does)", f"give a few seconds at least, e.g. {flag} 60, or 0 for no limit")
+    return 0 if value == math.inf else value
 
 
 def check_workers(value, flag="--workers", does="checks no kind"):

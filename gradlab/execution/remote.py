@@ -427,6 +427,7 @@ class Session:
         self.progress = None         # the current worker's progress file (rehearsal.ProgressFile)
         self.tmp, self.output = None, None   # the current worker's folder, and its output file read here
         self.files = ()
+        self._dump_from = 0          # where the last dump _ask_where asked for starts in last_seen.txt
 
     # ---- lifecycle ----------------------------------------------------------------------
     def start(self):
@@ -753,8 +754,13 @@ class Session:
         except ChannelTimeout:
             what = self._progress_what(progress, what)
             where = self._ask_where()
+            starting = wall_bound and where is not None and self._still_starting(header)
             self._kill()
             at = f", last seen at {where}" if where else ""
+            if starting:
+                self.final = (f"the run's wall-time limit of {self.limits.wall:g} s is too small to start the worker: "
+                              f"it ran out before {what} began; raise it with --wall-time (a few seconds at least)")
+                raise error(self.final) from None
             if wall_bound:
                 self.final = (f"the submission ran past its wall-time limit of {self.limits.wall:g} s "
                               f"(in {what}{at}; raise it with --wall-time)")
@@ -841,7 +847,7 @@ class Session:
         in the worker dumps every thread's stack on SIGUSR1.)"""
         path = os.path.join(self.tmp, "last_seen.txt")
         try:
-            before = os.path.getsize(path)
+            before = self._dump_from = os.path.getsize(path)
             os.kill(self.proc.pid, signal.SIGUSR1)
         except (OSError, AttributeError):
             return None
@@ -855,15 +861,25 @@ class Session:
             size = now
         return self._last_seen(before)
 
-    def _last_seen(self, start=0):
-        """The student's line where the worker's traceback dump (from byte `start` on) shows it, if any."""
+    def _last_seen(self, start=0, files=None):
+        """The student's line where the worker's traceback dump (from byte `start` on) shows it, if any
+        (files: the student's files to look for; default, those the worker said it loaded)."""
         try:
             with open(os.path.join(self.tmp, "last_seen.txt"), errors="replace") as fh:
                 fh.seek(start)
                 text = fh.read(200000)
         except OSError:
             return None
-        return limits_mod.last_seen(text, self.files, _GRADLAB_DIR)
+        return limits_mod.last_seen(text, self.files if files is None else files, _GRADLAB_DIR)
+
+    def _still_starting(self, header):
+        """Whether a worker stopped while importing the file had not reached it: the dump _ask_where took
+        shows no frame of the file (the worker was in gradlab's own set-up), so the time limit is too small
+        for any file, not the file's doing. (A module name, not a file: cannot tell, so no.)"""
+        impl = header.get("impl") if header is not None and header.get("op") == "init" else None
+        if not impl or not os.path.isfile(impl):
+            return False
+        return self._last_seen(self._dump_from, files=(impl,)) is None
 
     def _output_full(self):
         """Whether the worker's output file has reached the output limit (--max-output), as _drain_output,

@@ -287,14 +287,12 @@ def _stdout_survives_a_closed_pipe():
 def run_limits(args):
     """The worker's limits from the command line; a bad value is a usage error
     (--timeout is checked with the run, by options.check_timeout)."""
-    for flag, value in (("--wall-time", args.wall_time), ("--max-memory", args.max_memory),
-                        ("--max-output", args.max_output)):
-        options.check_limit(flag, value)
+    wall, memory, output = (options.check_limit(flag, value) for flag, value in (
+        ("--wall-time", args.wall_time), ("--max-memory", args.max_memory), ("--max-output", args.max_output)))
     # fork=True: this process is gradlab's own (it never imports the student's code), as a grading job
     # is, so a worker may be forked from it where zygote.refusal finds nothing against it (README)
     # spin=True: one worker at a time (Limits.spins)
-    return limits.Limits(timeout=args.timeout, wall=args.wall_time, memory_mb=args.max_memory,
-                         output_mb=args.max_output, fork=True, spin=True)
+    return limits.Limits(timeout=args.timeout, wall=wall, memory_mb=memory, output_mb=output, fork=True, spin=True)
 
 
 def cmd_check(args):

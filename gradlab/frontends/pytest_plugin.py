@@ -97,7 +97,7 @@ def _limits(config):
         given["timeout"] = options.check_timeout(given["timeout"], "--gradlab-timeout")
     for name, field in (("wall-time", "wall"), ("max-memory", "memory_mb"), ("max-output", "output_mb")):
         if given[field] is not None:
-            options.check_limit(f"--gradlab-{name}", given[field])
+            given[field] = options.check_limit(f"--gradlab-{name}", given[field])
     return Limits(**{field: value for field, value in given.items() if value is not None})
 
 
