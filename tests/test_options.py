@@ -60,8 +60,11 @@ FLAG_CASES = [
     ("report empty", ["softmax", "--report", ""], "--report '': names no file"),
     ("report folder", ["softmax", "--report", "{tmp}"], "--report {tmp}: is a folder; name a file in it, "
                                                         "e.g. --report {tmp}/softmax.html"),
-    ("report unwritable", ["softmax", "--report", "/proc/gradlab/r.html"], "cannot be written"),
+    ("report unwritable", ["softmax", "--report", "/proc/r.html"], "--report /proc/r.html: cannot be written"),
     ("report under a file", ["softmax", "--report", "{tmp}/a_file/r.html"], "a_file is a file, not a folder"),
+    # it made the folders (CONTRACT §4 treats --json and --report alike)
+    ("report missing folder", ["softmax", "--report", "{tmp}/no/such/r.html"],
+     "--report {tmp}/no/such/r.html: the folder {tmp}/no/such does not exist; create it or choose another path"),
     ("json and report one file", ["softmax", "--json", "{tmp}/same", "--report", "{tmp}/same"],
      "both write the same file"),
     # the student's own file: it was overwritten with the JSON, exit 0
@@ -275,8 +278,9 @@ def test_the_size_message_names_a_size_that_fits():
     (["--gradlab-seed", "-5"], "--gradlab-seed -5: must be an integer in [0, 4294967295]"),
     (["--gradlab-report", "{tmp}"], "--gradlab-report {tmp}: is a folder"),
     (["--gradlab-report", ""], "--gradlab-report '': names no file"),
-    (["--gradlab-report", "/proc/gradlab/r.html"], "cannot be written"),
-], ids=["seed", "report folder", "report empty", "report unwritable"])
+    (["--gradlab-report", "/proc/r.html"], "--gradlab-report /proc/r.html: cannot be written"),
+    (["--gradlab-report", "{tmp}/no/such/r.html"], "the folder {tmp}/no/such does not exist"),
+], ids=["seed", "report folder", "report empty", "report unwritable", "report missing folder"])
 def test_the_plugin_refuses_bad_options_as_usage_errors(pytester, args, words):
     tmp = str(pytester.path)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--gradlab-impl", "reference",

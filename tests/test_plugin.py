@@ -184,7 +184,9 @@ def test_the_workers_limits_have_flags(pytester):
     result.stdout.fnmatch_lines(["*forward ran past 0.5 s, last seen at loops.py:*pytest --gradlab-timeout)"])
     for flag, value, words in [("--gradlab-timeout", "-1", "--gradlab-timeout -1"),
                                ("--gradlab-max-memory", "10", "is less than NumPy alone needs"),
-                               ("--gradlab-wall-time", "nan", "must be a number >= 0")]:
+                               ("--gradlab-wall-time", "nan", "must be a number >= 0"),
+                               # it made the folders, where --json-like paths are refused (CONTRACT §4)
+                               ("--gradlab-report", "no/such/r.html", "the folder")]:
         bad = pytester.runpytest("-p", "no:xdist", "--gradlab-impl", "loops.py", flag, value)
         assert bad.ret == pytest.ExitCode.USAGE_ERROR
         assert "gradlab: " in bad.stderr.str() and words in bad.stderr.str(), bad.stderr.str()

@@ -151,6 +151,7 @@ def test_the_progress_bar_only_on_a_terminal():
     (["--json", "{tmp}", "--steps", "10"], "--json {tmp}: is a folder"),
     (["--json", "{tmp}/no/such/r.json"], "the folder {tmp}/no/such does not exist"),
     (["--report", "{tmp}", "--steps", "10"], "--report {tmp}: is a folder"),
+    (["--report", "{tmp}/no/such/r.html"], "the folder {tmp}/no/such does not exist"),
     (["--set", "d_model=100000", "--steps", "10"], "d_model=100000: too large for lm"),
     (["--steps", "100000000"], "steps=100000000: train at least 10 steps and at most 100,000"),
     (["--seed", "-1"], "--seed -1: must be an integer"),     # it suggested --set seed=0, which is refused

@@ -298,8 +298,10 @@ def check_timeout(seconds, flag="--timeout"):
 def check_output_path(flag, path, default_name, make_folders=False):
     """A file the run will write at the end, checked now by creating (and
     removing) a file in its folder: a bad path is said before the checks run,
-    not with a traceback after them. With `make_folders` (the report) missing
-    folders are fine if the nearest existing one is writable."""
+    not with a traceback after them. A path the user gives must be in a folder
+    that exists (--json and --report alike, CONTRACT §4); `make_folders` is for
+    gradlab's own default (reports/KIND.html): missing folders are fine if the
+    nearest existing one is writable."""
     what = f"{flag} {path!r}" if not isinstance(path, str) or not path.strip() or path != path.strip() \
         else f"{flag} {path}"
     fix = f"e.g. {flag} {default_name}"

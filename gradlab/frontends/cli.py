@@ -310,7 +310,9 @@ def cmd_check(args):
         name = args.kind if "," not in args.kind else "all"
         report_path = args.report if isinstance(args.report, str) else os.path.join("reports", f"{name}.html")
         report_shown = report_path     # as given (relative), for the line that says where it went
-        options.check_output_path("--report", report_path, f"reports/{name}.html", make_folders=True)
+        # a path given must be in a folder that exists, as for --json; the default's reports/ is made
+        options.check_output_path("--report", report_path, f"reports/{name}.html",
+                                  make_folders=not isinstance(args.report, str))
     if args.json is not None and report_path and os.path.abspath(args.json) == os.path.abspath(report_path):
         raise options.refuse(f"--json {args.json} --report {report_path}", "both write the same file",
                              "give them different names")

@@ -70,8 +70,7 @@ def pytest_configure(config):
         options.check_seed(config.getoption("gradlab_seed"), "--gradlab-seed")
         worker_limits = _limits(config)
         if config.getoption("gradlab_report") is not None and workerinput is None:
-            options.check_output_path("--gradlab-report", config.getoption("gradlab_report"), "report.html",
-                                      make_folders=True)
+            options.check_output_path("--gradlab-report", config.getoption("gradlab_report"), "report.html")
     except UsageError as e:
         raise pytest.UsageError(f"gradlab: {e}") from None
     if workerinput is not None and "gradlab_seed" in workerinput:

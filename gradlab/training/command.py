@@ -7,8 +7,9 @@ EXAMPLES = """\
 examples:
   gradlab train                                  gradlab's reference LM, the reverse task
   gradlab train --impl my_attention.py           your attention inside gradlab's LM
-  gradlab train --impl my_lm.py --steps 400 --task copy --seed 3 --report runs/lm.html
+  gradlab train --impl my_lm.py --steps 400 --task copy --seed 3 --report lm.html
 """
+DEFAULT_REPORT = "reports/train.html"     # (its folder is made; a path given must be in a folder that exists)
 
 
 def add_parser(sub):
@@ -23,8 +24,9 @@ def add_parser(sub):
     t.add_argument("--task", choices=["reverse", "copy"], default="reverse", help="the toy task (default reverse)")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a size, e.g. --set d_model=64 (defaults: d_model 32, 2 layers, 2 heads, batch 32)")
-    t.add_argument("--report", default="reports/train.html", metavar="PATH",
-                   help="where the HTML report goes (default reports/train.html)")
+    t.add_argument("--report", default=DEFAULT_REPORT, metavar="PATH",
+                   help=f"where the HTML report goes (default {DEFAULT_REPORT}; a path given must be in a folder "
+                        "that exists)")
     t.add_argument("--json", metavar="PATH", help="write the result as JSON to PATH")
     add_isolation_options(t)
     return t
@@ -81,7 +83,7 @@ def run(args):
     overrides = parse_overrides(args.overrides, None)
     args.seed = options.check_seed(args.seed)      # (as --seed N, not the cfg field a --set would name)
     # where the results go, checked before the training runs (not with a traceback after it)
-    options.check_output_path("--report", args.report, "reports/train.html", make_folders=True)
+    options.check_output_path("--report", args.report, DEFAULT_REPORT, make_folders=args.report == DEFAULT_REPORT)
     if args.json is not None:
         options.check_output_path("--json", args.json, "train.json")
     limits = run_limits(args)
