@@ -10,7 +10,7 @@ from gradlab.contract.kinds import DIFFERENTIABLE, OPTIMIZER, PROBABILITIES
 from gradlab.execution.harness import reading_grads_ahead
 from gradlab.execution.subject import call_cross_entropy, call_softmax, copies
 from gradlab.contract.suite import Outcome, check
-from gradlab.contract.numbers import distinct
+from gradlab.contract.numbers import counted, distinct
 from gradlab.numerics.repeatable import difference
 from gradlab.numerics.tolerance import tolerance
 
@@ -69,7 +69,7 @@ def determinism(subject, rng):
                     f"{kind.name}: {name} differs between {labels[0]} and {label} on the same input: at index "
                     f"{index}: {ta} then {tb} (max difference {worst:.3g}). {_hint(name)}",
                     {"max_difference": worst, "tensor": name})
-    return Outcome(f"{len(runs[0])} tensors identical across {len(runs)} runs on the same input",
+    return Outcome(f"{counted(len(runs[0]), 'tensor')} identical across {len(runs)} runs on the same input",
                    {"compared": compared})
 
 

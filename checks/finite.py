@@ -18,6 +18,7 @@ from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.execution.harness import describe
 from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, PROBABILITIES
 from gradlab.contract.suite import Outcome, check
+from gradlab.contract.numbers import counted
 from gradlab.execution.subject import in_parameter_shape
 
 SCALE = 1e3             # logits around 1e3; float inputs multiplied by 1e3 (attention scores then reach ~1e6)
@@ -135,7 +136,7 @@ def finite(subject, rng):
         what += f", and moved by {SHIFT:g} (the output does not move)"
     if subject.no_backward:
         return Outcome(f"output finite with {what} ({subject.no_backward}: gradients not checked)", {"tensors": 1})
-    return Outcome(f"output and {checked - 1} gradients finite with {what}", {"tensors": checked})
+    return Outcome(f"output and {counted(checked - 1, 'gradient')} finite with {what}", {"tensors": checked})
 
 
 SHIFT = 3e3            # layernorm: a common offset of the row, which normalising removes

@@ -11,6 +11,7 @@ from gradlab.contract.kinds import CHUNKED, DIFFERENTIABLE, OPTIMIZER, PROBABILI
 from gradlab.execution.calls import accepts, call_chunked
 from gradlab.execution.subject import IGNORE_INDEX, call_cross_entropy, call_softmax, takes_ignore_index, with_ignored
 from gradlab.contract.suite import Outcome, check
+from gradlab.contract.numbers import counted
 
 
 class _Watch:
@@ -64,7 +65,7 @@ def input_mutation(subject, rng):
             n = watch.verify(f"{kind.name}(Q, K, V, chunk_size=2{'' if causal is None else ', causal=True'})",
                              "Scale a copy (q = Q / np.sqrt(d_k), not Q /= ...), and write each chunk's result "
                              "into a new output array, not into Q or V")
-        return Outcome(f"{n} input arrays unchanged" + (" (causal and not)" if causal else ""), {"arrays": n})
+        return Outcome(f"{counted(n, 'input array')} unchanged" + (" (causal and not)" if causal else ""), {"arrays": n})
     if kind.form == "function":
         x = watch.keep("logits" if not kind.has(PROBABILITIES) else "x",
                        (3 * rng.standard_normal(kind.input_shape(cfg))).astype(cfg.np_dtype))
@@ -78,7 +79,7 @@ def input_mutation(subject, rng):
                              "Shift a copy (z = logits - logits.max(...)), and build grad_logits as a new array "
                              "(e.g. from softmax(z)), not by editing logits")
             if not takes_ignore_index(subject):      # none in the contract, or the signature check says so
-                return Outcome(f"{n} input arrays unchanged" + (" (without padding: your function takes no "
+                return Outcome(f"{counted(n, 'input array')} unchanged" + (" (without padding: your function takes no "
                                "ignore_index)" if "ignore_index" in kind.keyword_args() else ""), {"arrays": n})
             # with padding: `targets[targets == ignore_index] = 0` is the usual in-place edit; the padding id
             # here is the last token (not 0), so that edit changes the caller's array
@@ -89,7 +90,7 @@ def input_mutation(subject, rng):
             n = watch.verify(f"cross_entropy(logits, targets, ignore_index={pad})",
                              "Mask a copy of the targets (t = np.where(targets == ignore_index, 0, targets)), "
                              "not targets[targets == ignore_index] = 0; and shift a copy of logits")
-        return Outcome(f"{n} input arrays unchanged", {"arrays": n})
+        return Outcome(f"{counted(n, 'input array')} unchanged", {"arrays": n})
     module, _ = subject.fresh(rng)
     inputs = subject.make_inputs(rng)
     for spec, value in zip(kind.input_specs(), inputs):
@@ -104,7 +105,7 @@ def input_mutation(subject, rng):
     g = watch.keep("grad_out (backward's input)", rng.standard_normal(kind.output_shape(cfg)).astype(cfg.np_dtype))
     subject.backward(module, g)
     n = watch.verify("backward(grad_out)", _BACKWARD_HINT)
-    return Outcome(f"forward and backward leave the caller's {n} arrays unchanged", {"arrays": n})
+    return Outcome(f"forward and backward leave the caller's {counted(n, 'array')} unchanged", {"arrays": n})
 
 
 def _optimizer(subject, rng, watch):

@@ -15,6 +15,7 @@ import numpy as np
 from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.contract.kinds import KEY_PADDING
 from gradlab.contract.suite import Outcome, check
+from gradlab.contract.numbers import counted
 from gradlab.execution.harness import describe
 from gradlab.execution.subject import copies
 from gradlab.numerics.tolerance import computed_dtype, tolerance
@@ -104,7 +105,7 @@ def key_padding(subject, rng):
     # 4. no mask at all: None, as CONTRACT §3 allows, is a mask with no padded key
     _no_mask(subject, module, inputs, k, tol)
     gradients = "" if subject.no_backward else ", dmemory is 0 there"
-    return Outcome(f"{len(padded)} padded keys: changing them changes nothing{gradients}{note}; a sample padded "
+    return Outcome(f"{counted(len(padded), 'padded key')}: changing them changes nothing{gradients}{note}; a sample padded "
                    f"entirely gives finite outputs{'' if subject.no_backward else ' and gradients'}; "
                    "key_padding_mask=None is no padding", {"padded_keys": len(padded)})
 

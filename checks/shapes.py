@@ -13,6 +13,7 @@ from gradlab.contract.kinds import (ANY_LENGTH, ATTN_WEIGHTS, CAUSAL, DIFFERENTI
                                     core_shape, same_layout)
 from gradlab.contract.records import table
 from gradlab.contract.suite import Outcome, check
+from gradlab.contract.numbers import counted
 from gradlab.execution.weights import plural_match
 
 
@@ -72,7 +73,7 @@ def shapes(subject, rng):
         raise CheckFailure(f"{kind.name}: {first['tensor']} {got}, expected {first['expected']}{hint}{more}",
                            metrics, {"views": [view]})
     tail = f"; {'; '.join(notes)}" if notes else ""
-    return Outcome(f"{len(rows.rows)} shapes as expected{tail}", metrics, {"views": [view]})
+    return Outcome(f"{counted(len(rows.rows), 'shape')} as expected{tail}", metrics, {"views": [view]})
 
 
 def _function_rows(subject, rng, rows):

@@ -522,3 +522,39 @@ def test_a_wall_time_that_runs_out_before_the_file_is_reached_is_not_blamed_on_i
                     f'  File "{impl}", line 3 in <module>\n' + gradlab_frame)
     assert not session._still_starting(init)
     assert not session._still_starting({"op": "call"})
+
+
+# ---- help and small messages ----------------------------------------------------------------------------
+
+def test_the_help_gives_every_default_and_exit_status(capsys):
+    for argv, words in ((["check", "--help"], ["(default float64)", "(default 20; 0 or inf: none)",
+                                                "130 interrupted (Ctrl-C), 143 / 129 stopped by SIGTERM / SIGHUP"]),
+                        (["autograder", "--help"], ["wall time for one submission (default 300)"])):
+        with pytest.raises(SystemExit):
+            main(argv)
+        shown = " ".join(capsys.readouterr().out.split())     # (argparse wraps the lines)
+        for word in words:
+            assert word in shown, (argv, word)
+    from gradlab.frontends import grade_cli
+    from gradlab.grading import job
+    assert grade_cli.DEFAULT_WALL == job.DEFAULT_WALL
+
+
+def test_an_unknown_option_points_at_its_commands_help(capsys):
+    # it said "see gradlab --help", whose help does not list check's options
+    for argv, command in ((["check", "attention", "--bogus"], "gradlab check"),
+                          (["grade", "x", "--out", "o", "--bogus"], "gradlab grade"), (["--bogus"], "gradlab")):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and err == f"{command}: error: unrecognized arguments: --bogus; see {command} --help\n"
+
+
+def test_counts_agree_with_their_nouns():
+    from gradlab.contract.numbers import counted
+    assert (counted(1, "tensor"), counted(2, "tensor"), counted(0, "input array")) == \
+        ("1 tensor", "2 tensors", "0 input arrays")
+    result = gradlab.check("softmax", checks="input_mutation,determinism", seed=0)
+    messages = {c.name: c.message for c in result.checks}
+    assert messages["input_mutation"].startswith("1 input array unchanged")
+    assert messages["determinism"].startswith("1 tensor identical")

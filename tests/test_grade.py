@@ -557,6 +557,27 @@ def test_names_that_a_spreadsheet_would_run_as_formulas_are_quoted_in_grades_csv
     assert set(json.loads((tmp_path / "class.json").read_text())["students"]) == set(names)   # (JSON: the name)
 
 
+def test_a_students_file_given_for_the_class_is_said_to_be_a_file(tmp_path, capsys):
+    # it said "no such folder", of a file that is there
+    bob = tmp_path / "class" / "bob.py"
+    bob.parent.mkdir()
+    bob.write_text(MODULES)
+    assert main(["grade", str(bob), "--kinds", "layernorm", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{bob}: is a file; grade takes the class's folder" in err
+
+
+def test_the_files_written_are_named_without_a_double_slash(tmp_path, capsys):
+    subs = tmp_path / "class"
+    subs.mkdir()
+    (subs / "alice.py").write_text(MODULES)
+    out = f"{tmp_path}/out/"
+    assert main(["grade", str(subs), "--kinds", "layernorm", "--out", out, "--seed", str(SEED)]) == 0
+    shown = capsys.readouterr().out
+    assert f"wrote {out}grades.csv, {out}summary.html, {out}class.json and a folder per student" in shown
+    assert "//" not in shown
+
+
 def test_the_per_call_limit_has_a_flag_and_the_overtime_hint_names_it(tmp_path, capsys):
     """A forward that sleeps 1.5 s once: stopped at --call-timeout 1 (the hint named grade's --timeout, which is
     the whole submission's limit), graded at the default."""

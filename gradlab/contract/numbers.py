@@ -1,5 +1,6 @@
 """Numbers in messages: two values reported as different are printed with
-enough digits to differ, and never with more than needed."""
+enough digits to differ, and never with more than needed; a count agrees
+with its noun ("1 tensor", "2 tensors")."""
 
 
 def distinct(a, b, least=6, most=17):
@@ -11,3 +12,8 @@ def distinct(a, b, least=6, most=17):
         if ta != tb or a == b:
             return ta, tb
     return repr(a), repr(b)
+
+
+def counted(n, noun, plural=None):
+    """'1 tensor', '3 tensors' (plural: the noun's plural where it is not noun + 's')."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"

@@ -28,17 +28,34 @@ examples:
   gradlab check ffn --impl my_ffn.py --checks gradient --set d_model=64 --seed 7 -v
   gradlab list                                     kinds, and the checks that apply to each
 
-exit status: 0 all passed, 1 a check failed, your code raised or nothing was judged, 2 the command could not run
+exit status: 0 all passed, 1 a check failed, your code raised or nothing was judged, 2 the command could not run,
+130 interrupted (Ctrl-C), 143 / 129 stopped by SIGTERM / SIGHUP
 """
 
 SYMBOL = {"pass": "PASS", "fail": "FAIL", "error": "ERROR", "skip": "skip"}
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, with its mistakes said in one line like every other usage error."""
+    """argparse, with its mistakes said in one line like every other usage error, pointing at the help of
+    the command they were made in."""
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message}; see {self.prog} --help\n")
+
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but an unknown option is said by the subcommand's parser ("see gradlab check --help"):
+        argparse leaves it to the top parser, whose help does not list the subcommand's options."""
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            owner = self._subcommands().get(getattr(parsed, "command", None), self)
+            owner.error(f"unrecognized arguments: {' '.join(extra)}")
+        return parsed
+
+    def _subcommands(self):
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return action.choices
+        return {}
 
 
 def build_parser():
@@ -59,9 +76,10 @@ def build_parser():
     c.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a cfg field, e.g. --set d_model=64 (repeatable)")
     c.add_argument("--seed", type=int, help="seed for inputs and directions (default: fresh each run, printed)")
-    c.add_argument("--dtype", metavar="{float16,float32,float64}", help="dtype the module is built with")
+    c.add_argument("--dtype", metavar="{float16,float32,float64}", help="dtype the module is built with (default "
+                                                                         "float64)")
     c.add_argument("--timeout", type=float, default=harness.DEFAULT_TIMEOUT, metavar="SECONDS",
-                   help=f"limit for one call into your code (default {harness.DEFAULT_TIMEOUT:g})")
+                   help=f"limit for one call into your code (default {harness.DEFAULT_TIMEOUT:g}; 0 or inf: none)")
     where = c.add_mutually_exclusive_group()
     where.add_argument("--isolate", dest="isolate", action="store_const", const=True, default=None,
                        help="run the code in a worker process (the default with --impl; without it, "

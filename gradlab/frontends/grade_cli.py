@@ -7,6 +7,7 @@ from gradlab.contract import options
 from gradlab.contract.errors import UsageError
 
 COMMANDS = ("grade", "autograder")
+DEFAULT_WALL = 300.0     # seconds for one whole submission (gradlab.grading.job's, not imported here: it is heavy)
 
 GRADE_EXAMPLES = """\
 examples:
@@ -32,7 +33,7 @@ def add_parsers(sub):
                                             "with, else fresh; printed)")
     g.add_argument("--workers", type=int, metavar="N", help="submissions graded at a time (default: cores)")
     g.add_argument("--timeout", type=float, metavar="SECONDS",
-                   help="wall time for one whole submission (default 300)")
+                   help=f"wall time for one whole submission (default {DEFAULT_WALL:g})")
     g.add_argument("--call-timeout", type=float, metavar="SECONDS",
                    help="time for one call into a student's code, a forward or a backward (default 20)")
     g.add_argument("--max-memory", type=int, metavar="MB",
@@ -47,7 +48,8 @@ def add_parsers(sub):
     a.add_argument("--rubric", metavar="FILE", help="points and visibility per check (TOML)")
     a.add_argument("--out", required=True, metavar="ZIP", help="where to write the zip, e.g. autograder.zip")
     a.add_argument("--seed", type=int, default=0, help="seed every submission is graded with (default 0)")
-    a.add_argument("--timeout", type=float, metavar="SECONDS", help="wall time for one submission")
+    a.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help=f"wall time for one submission (default {DEFAULT_WALL:g})")
     a.add_argument("--requirement", metavar="PIP_SPEC",
                    help="how Gradescope's image installs gradlab (default gradlab==VERSION; a URL or wheel works)")
 

@@ -85,7 +85,8 @@ def grade_class(submissions, out, kinds=None, rubric_path=None, seed=None, worke
     outputs.write_class(out, graded, rubric, seed, __version__)
     outputs.write_summary(out, graded, records, rubric, seed, __version__)
     print_table(stream, graded, rubric)
-    print(f"wrote {out}/grades.csv, {out}/summary.html, {out}/class.json and a folder per student", file=stream)
+    written_files = [os.path.join(out, name) for name in ("grades.csv", "summary.html", "class.json")]   # (out/: one /)
+    print(f"wrote {', '.join(written_files)} and a folder per student", file=stream)
     return graded
 
 

@@ -43,6 +43,10 @@ def discover(folder, exclude=(), ignored=None):
     gets the names of the folder's files that are not submissions (a README,
     a .zip, UPPER.PY), to be told."""
     exclude = {os.path.abspath(p) for p in exclude}
+    if os.path.exists(folder) and not os.path.isdir(folder):     # (one student's file, given for the class)
+        raise UsageError(f"{folder}: is a file; grade takes the class's folder (SUBMISSIONS: one sub-folder or "
+                         f".py/.ipynb file per student), e.g. gradlab grade {os.path.dirname(folder) or '.'} ...; "
+                         "to check one file, gradlab check KIND --impl FILE")
     if not os.path.isdir(folder):
         raise UsageError(f"{folder}: no such folder (SUBMISSIONS is a folder with one sub-folder or "
                          ".py/.ipynb file per student)")
