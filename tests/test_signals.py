@@ -3,9 +3,11 @@ of job): every worker, lane, grading job and forkserver stopped, their folders r
 128 + the signal. Each run is the real command in a session of its own, with TMPDIR in the test's folder so
 that what it leaves there is seen."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -15,8 +17,9 @@ HOSTILE = Path(__file__).parent / "zoo" / "hostile"
 
 
 def start(tmp_path, *args):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    # (a short TMPDIR: grade's forkserver puts its socket there, and an AF_UNIX path has at most 107 bytes, which
+    # pytest-xdist's tmp_path under /tmp/pytest-of-root/... could pass)
+    tmp = Path(tempfile.mkdtemp(prefix="gls-", dir="/tmp" if os.path.isdir("/tmp") else None))
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TMPDIR=str(tmp))
     proc = subprocess.Popen([sys.executable, "-m", "gradlab", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env, start_new_session=True, cwd=tmp_path)
@@ -44,7 +47,9 @@ def stopped_cleanly(proc, tree, tmp, sig):
     for pid in alive:                # (a failing run leaves nothing behind the test either)
         os.kill(pid, signal.SIGKILL)
     assert not alive
-    assert not list(tmp.iterdir())
+    left = list(tmp.iterdir())
+    shutil.rmtree(tmp, ignore_errors=True)
+    assert not left
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
@@ -116,3 +121,17 @@ def state(pid):
             return fh.read().rsplit(")", 1)[1].split()[0]
     except OSError:
         return None
+
+
+def test_a_tmpdir_too_long_for_the_graders_socket_is_one_line(tmp_path):
+    # multiprocessing's forkserver listens on a socket in TMPDIR: 'OSError: AF_UNIX path too long', a traceback
+    long_tmp = tmp_path / ("t" * 110)
+    long_tmp.mkdir()
+    student = tmp_path / "class" / "alice"
+    student.mkdir(parents=True)
+    (student / "ln.py").write_text((HOSTILE / "_layernorm.py").read_text())
+    run = subprocess.run([sys.executable, "-m", "gradlab", "grade", str(tmp_path / "class"), "--kinds", "layernorm",
+                          "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, TMPDIR=str(long_tmp)))
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.strip().endswith("set TMPDIR to a shorter folder, e.g. /tmp"), run.stderr

@@ -255,7 +255,14 @@ def _ctrl_c_remembered():
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         for sig in ours:
-            signal.signal(sig, signal.SIG_DFL)
+            # stopping: one more SIGTERM may already be on its way (`timeout` sends two; stopping a grading job's
+            # group), and SIG_DFL here made Python print "OSError: Signal 15 ignored due to race condition" with a
+            # traceback when it came: a handler that does nothing lets the stop finish and say its one line
+            signal.signal(sig, _ignore if _CTRL_C["seen"] else signal.SIG_DFL)
+
+
+def _ignore(signum, frame):
+    """A SIGTERM or SIGHUP that comes while gradlab stops for an earlier one."""
 
 
 class _PipeSafe:

@@ -62,6 +62,7 @@ def context():
     (N jobs on N cores; two BLAS threads per job on a busy machine cost 10x, not 2x)."""
     global _context
     if _context is None:
+        _socket_fits()
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(var, "1")
         ctx = multiprocessing.get_context("forkserver")
@@ -71,6 +72,20 @@ def context():
             spawn.get_preparation_data = _preparation_data
         _context = ctx
     return _context
+
+
+SOCKET_PATH_MAX = 107     # bytes of an AF_UNIX socket's path (Linux); the forkserver listens on one in TMPDIR
+
+
+def _socket_fits():
+    """The forkserver's socket goes in TMPDIR (TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX): a longer path was a
+    traceback ('OSError: AF_UNIX path too long') as grading started; one line instead."""
+    import tempfile
+    folder = tempfile.gettempdir()
+    if len(os.fsencode(folder)) + len("/pymp-xxxxxxxx/listener-xxxxxxxx") > SOCKET_PATH_MAX:
+        from gradlab.contract.errors import UsageError
+        raise UsageError(f"TMPDIR={folder}: too long for the grader's socket (a Unix socket's path holds "
+                         f"{SOCKET_PATH_MAX} bytes, and it goes in TMPDIR); set TMPDIR to a shorter folder, e.g. /tmp")
 
 
 _starting = threading.local()
