@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import nan_adam, strict_json
+
 import gradlab
 from gradlab.frontends.cli import main
 
@@ -192,35 +194,14 @@ def test_json_for_one_kind(tmp_path, capsys):
     assert d["checks"][1]["metrics"]["worst_tensor"] == "out_weight"
 
 
-NAN_ADAM = """\
-import numpy as np
-import gradlab
-
-class Adam:
-    def __init__(self, lr):
-        self.lr, self.t = lr, 0
-    def step(self, params, grads):
-        self.t += 1
-        for name, p in params.items():
-            p[...] = np.inf if self.t >= 3 else p - self.lr * grads[name]
-
-@gradlab.register("adam")
-def build(cfg):
-    return Adam(cfg.lr)
-"""
 
 
-def strict_json(text):
-    """json.loads as JavaScript's JSON.parse reads: a bare NaN or Infinity is an error."""
-    def refuse(token):
-        raise ValueError(f"not JSON: {token}")
-    return json.loads(text, parse_constant=refuse)
 
 
 def test_json_with_infinite_numbers_is_strict_json(tmp_path, capsys):
     # an optimizer that writes inf into its parameters gave "max_error": Infinity, which JSON.parse rejects
     impl = tmp_path / "nan_adam.py"
-    impl.write_text(NAN_ADAM)
+    impl.write_text(nan_adam("np.inf"))
     target = tmp_path / "r.json"
     code, _, _ = run_main(capsys, "check", "adam", "--impl", str(impl), "--checks", "trajectory", "--seed", "0",
                           "--json", str(target))

@@ -14,6 +14,8 @@ import zipfile
 
 import pytest
 
+from helpers import nan_adam, strict_json
+
 from gradlab.frontends.cli import main
 from gradlab.grading import rubric as rubric_mod
 from gradlab.grading.job import Limits
@@ -335,36 +337,18 @@ def test_a_file_that_does_not_import_is_said_first_and_once(tmp_path):
     assert "attention: not graded: FILE:LINE: syntax error" in (tmp_path / "out" / "summary.html").read_text()
 
 
-NAN_ADAM = """\
-import numpy as np
-import gradlab
-
-class Adam:
-    def __init__(self, lr):
-        self.lr, self.t = lr, 0
-    def step(self, params, grads):
-        self.t += 1
-        for name, p in params.items():
-            p[...] = np.nan if self.t >= 3 else p - self.lr * grads[name]
-
-@gradlab.register("adam")
-def build(cfg):
-    return Adam(cfg.lr)
-"""
 
 
 def test_every_file_grade_writes_is_strict_json_with_nan_as_a_string(tmp_path):
     # an optimizer that writes NaN into its parameters gave bare NaN tokens in gradlab.json, which JSON.parse rejects
-    def refuse(token):
-        raise ValueError(f"not JSON: {token}")
     (tmp_path / "class").mkdir()
-    (tmp_path / "class" / "nina.py").write_text(NAN_ADAM)
+    (tmp_path / "class" / "nina.py").write_text(nan_adam())
     grade_class(str(tmp_path / "class"), str(tmp_path / "out"), kinds="adam", seed=SEED, workers=1,
                 limits=Limits(wall=TIMEOUT), stream=open(os.devnull, "w"))
     texts = {name: (tmp_path / "out" / name).read_text()
              for name in ("nina/gradlab.json", "nina/results.json", "class.json")}
     for text in texts.values():
-        json.loads(text, parse_constant=refuse)
+        strict_json(text)
     assert '"NaN"' in texts["nina/gradlab.json"]
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import descendants, state
+
 import gradlab
 from gradlab.contract.errors import UsageError
 
@@ -154,7 +156,7 @@ def test_ctrl_c_stops_every_lane_and_its_worker(group):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
                             start_new_session=True)
     time.sleep(3)                              # the lanes and their workers run; one is in the endless forward
-    tree = _descendants(proc.pid)
+    tree = descendants(proc.pid)
     assert len(tree) >= 3, tree                # two lanes, at least one worker
     if group:
         os.killpg(proc.pid, signal.SIGINT)     # as a terminal's Ctrl-C: to the whole foreground group
@@ -163,7 +165,7 @@ def test_ctrl_c_stops_every_lane_and_its_worker(group):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130 and err.strip() == "gradlab: interrupted"
     time.sleep(0.2)
-    assert not [pid for pid in tree if os.path.exists(f"/proc/{pid}") and _state(pid) != "Z"]
+    assert not [pid for pid in tree if os.path.exists(f"/proc/{pid}") and state(pid) != "Z"]
 
 
 FORKS_SLEEPERS = """
@@ -225,7 +227,7 @@ def test_ctrl_c_leaves_none_of_what_the_code_started_running(tmp_path):
         time.sleep(0.3)
         pids = [int(p) for p in (tmp_path / "pids.txt").read_text().split()]
         assert pids, "the code forked nothing before Ctrl-C"
-        alive = [pid for pid in pids if os.path.exists(f"/proc/{pid}") and _state(pid) != "Z"]
+        alive = [pid for pid in pids if os.path.exists(f"/proc/{pid}") and state(pid) != "Z"]
         for pid in alive:              # (a failing run leaves no sleeper behind the test either)
             os.kill(pid, signal.SIGKILL)
         assert not alive, (delay, proc.returncode, alive)
@@ -243,29 +245,3 @@ def test_workers_must_be_a_whole_number_of_one_or_more():
     import numpy as np
     for whole in (1.0, np.int64(1)):        # from Python, whole numbers of any type (one lane: quick here)
         assert gradlab.check("softmax,clip_grad_norm", workers=whole, checks="smoke", seed=0).passed
-
-
-def _descendants(pid):
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def _state(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None

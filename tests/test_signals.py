@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import descendants, state
+
 HOSTILE = Path(__file__).parent / "zoo" / "hostile"
 
 
@@ -95,32 +97,6 @@ def test_sighup_ignored_by_nohup_stays_ignored(tmp_path):
     os.kill(proc.pid, signal.SIGHUP)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1 and "forward ran past 3 s" in out, out + err
-
-
-def descendants(pid):
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def state(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None
 
 
 def test_a_tmpdir_too_long_for_the_graders_socket_is_one_line(tmp_path):
