@@ -113,3 +113,26 @@ def test_registrations_are_collected_per_file(tmp_path):
     b.write_text("import gradlab\ngradlab.register('schedule')(lambda s, d, w: 1.0)\n")
     assert list(load(str(a)).registrations) == ["softmax"]
     assert list(load(str(b)).registrations) == ["schedule"]
+
+
+def test_a_check_module_imported_again_declares_its_check_anew_and_another_module_may_not():
+    # pytester's in-process runs drop the modules imported during the inner run from sys.modules: the next import
+    # of gradlab.checks.overfit declared 'overfit' again, and every later train check was an internal error
+    import importlib
+    import sys
+    from gradlab.contract import suite
+    suite.all_checks()
+    name = "gradlab.checks.overfit"
+    original, spec = sys.modules.pop(name), suite.CHECKS["overfit"]
+    try:
+        again = importlib.import_module(name)
+        assert suite.CHECKS["overfit"].fn.__module__ == name and again is not original
+        with pytest.raises(ValueError, match="check 'overfit' is declared twice: gradlab.checks.overfit and "
+                                             "somewhere.else"):
+            def impostor(subject, rng):
+                pass
+            impostor.__module__ = "somewhere.else"
+            suite.check("overfit", summary="an impostor")(impostor)
+    finally:
+        sys.modules[name], suite.CHECKS["overfit"] = original, spec
+        suite._ordered.clear()
