@@ -387,3 +387,12 @@ def test_a_call_over_its_time_limit_is_waited_for_once():
     assert "in the 'gradient' check, which ran first; smoke makes the same calls" in smoke.message
     assert result["gradient"].status == "error" and "forward ran past 1 s" in result["gradient"].message
     assert not left_running()
+
+
+@pytest.mark.parametrize("isolate", [False, True], ids=["in-process", "worker"])
+def test_an_output_buffer_the_module_reuses_is_judged_call_by_call(isolate):
+    # each forward overwrote the array the last one returned: batch_independence said "samples must not interact"
+    # (both ways), and through a worker a batch of calls sent the last call's numbers for all (gradient: "cannot
+    # judge: not smooth")
+    result = gradlab.check("layernorm", impl=str(HOSTILE / "output_buffer.py"), seed=1, isolate=isolate)
+    assert result.passed, [(c.name, c.message) for c in result.checks if not c.ok]
