@@ -18,13 +18,13 @@ from helpers import descendants, state
 HOSTILE = Path(__file__).parent / "zoo" / "hostile"
 
 
-def start(tmp_path, *args):
+def start(tmp_path, *args, preexec_fn=None):
     # (a short TMPDIR: grade's forkserver puts its socket there, and an AF_UNIX path has at most 107 bytes, which
     # pytest-xdist's tmp_path under /tmp/pytest-of-root/... could pass)
     tmp = Path(tempfile.mkdtemp(prefix="gls-", dir="/tmp" if os.path.isdir("/tmp") else None))
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TMPDIR=str(tmp))
     proc = subprocess.Popen([sys.executable, "-m", "gradlab", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, start_new_session=True, cwd=tmp_path)
+                            text=True, env=env, start_new_session=True, cwd=tmp_path, preexec_fn=preexec_fn)
     return proc, tmp
 
 
@@ -60,6 +60,16 @@ def test_check_stops_its_worker_and_removes_its_folder(tmp_path, sig):
     tree = wait_for(proc, 1)
     os.kill(proc.pid, sig)
     stopped_cleanly(proc, tree, tmp, sig)
+
+
+def test_sigterm_stops_cleanly_where_sigint_is_ignored(tmp_path):
+    # a script's background job (`gradlab check ... &`) starts with SIGINT ignored: gradlab then installed no
+    # handler at all, and SIGTERM killed it outright, its worker left running
+    proc, tmp = start(tmp_path, "check", "layernorm", "--impl", str(HOSTILE / "loop_forward.py"), "--timeout", "60",
+                      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    tree = wait_for(proc, 1)
+    os.kill(proc.pid, signal.SIGTERM)
+    stopped_cleanly(proc, tree, tmp, signal.SIGTERM)
 
 
 def test_check_in_lanes_stops_every_lane_on_a_groups_sigterm(tmp_path):

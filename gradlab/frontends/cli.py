@@ -234,11 +234,12 @@ def _ctrl_c_remembered():
     """Ctrl-C raises KeyboardInterrupt as ever, and is also remembered: one raised inside a weakref or gc
     callback is printed as 'Exception ignored in ...' and swallowed, and the run would go on to exit 0.
     Remembered, it ends the run at the next record, or at its end: exit 130 either way.
-    SIGTERM and SIGHUP are handled the same way (Terminated), where nobody ignores them (nohup)."""
+    SIGTERM and SIGHUP are handled the same way (Terminated), where nobody ignores them (nohup). Each signal on
+    its own: a caller's own handler, or one ignored, is left alone (a script's background job starts with SIGINT
+    ignored, and its SIGTERM left the worker running when the three were left alone together)."""
     import threading
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        yield                         # (a caller's own handler, or none to install from here: left alone)
+    if threading.current_thread() is not threading.main_thread():
+        yield
         return
 
     def handler(signum, frame):
@@ -247,13 +248,15 @@ def _ctrl_c_remembered():
         _CTRL_C["seen"] = signum
         raise _stop_exception(signum)
     _CTRL_C["seen"] = None
+    interrupt = signal.getsignal(signal.SIGINT) is signal.default_int_handler
     ours = [sig for sig in TERMINATING if signal.getsignal(sig) is signal.SIG_DFL]
-    for sig in (signal.SIGINT, *ours):
+    for sig in [signal.SIGINT] * interrupt + ours:
         signal.signal(sig, handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if interrupt:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         for sig in ours:
             # stopping: one more SIGTERM may already be on its way (`timeout` sends two; stopping a grading job's
             # group), and SIG_DFL here made Python print "OSError: Signal 15 ignored due to race condition" with a
