@@ -16,7 +16,7 @@ import numpy as np
 from gradlab.contract.errors import CheckFailure
 from gradlab.contract.numbers import distinct
 from gradlab.contract.errors import StudentError
-from gradlab.contract.kinds import ANY_LENGTH, CAUSAL, DIFFERENTIABLE
+from gradlab.contract.kinds import ANY_LENGTH, CAUSAL, DIFFERENTIABLE, core_shape
 from gradlab.execution.harness import reading_grads_ahead
 from gradlab.numerics.tolerance import BACKWARD_LINEAR_MAX as LINEAR_MAX, BACKWARD_LINEAR_ULPS as LINEAR_ULPS
 from gradlab.numerics.tolerance import BACKWARD_REPEAT_ULPS as REPEAT_ULPS, computed_eps, eps_of
@@ -154,9 +154,11 @@ def _stale_rows(subject, module, slots, rng, previous):
     (failure) or None; not judged when forward at T - 1 raises (the shapes check says so); other gradient there
     (an offset, weight[1:T+1]) is the gradient and reference checks' to name."""
     kind, cfg = subject.kind, subject.cfg
-    table = [s for s in slots if tuple(s.value.shape) == (cfg.max_len, cfg.d_model)]
-    if not table or cfg.seq_len < 2 or cfg.max_len == cfg.vocab_size or len(kind.input_specs()) != 1 or \
-            not (kind.has(ANY_LENGTH) or kind.has(CAUSAL)):
+    # (leading axes of 1 as the contract allows: (1, max_len, d_model); a token table of the same shape, when
+    # vocab_size == max_len, never matches: a correct one's rows beyond T are 0 or new, and the rows compared
+    # must equal the longer call's exactly)
+    table = [s for s in slots if core_shape(s.value.shape) == (cfg.max_len, cfg.d_model)]
+    if not table or cfg.seq_len < 2 or len(kind.input_specs()) != 1 or not (kind.has(ANY_LENGTH) or kind.has(CAUSAL)):
         return None
     T = cfg.seq_len - 1
     short = subject.with_cfg(cfg.replace(seq_len=T))        # the same module, called at T
@@ -166,8 +168,9 @@ def _stale_rows(subject, module, slots, rng, previous):
     except StudentError:
         return None
     for slot in table:
-        rows = found[slot.name][T:]
-        if np.any(rows != 0) and np.array_equal(rows, previous[slot.name][T:]):
+        shape = (cfg.max_len, cfg.d_model)
+        rows, before = found[slot.name].reshape(shape)[T:], previous[slot.name].reshape(shape)[T:]
+        if np.any(rows != 0) and np.array_equal(rows, before):
             at = int(np.argmax(np.any(rows != 0, axis=1))) + T
             return ("shorter", slot.name, None, (
                 f"{kind.name}: after a call at T = {cfg.seq_len}, backward at T = {T} left row {at} of "

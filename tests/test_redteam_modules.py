@@ -68,3 +68,16 @@ def test_correct_files_pass_other_seeds(zoo, name, kind, seed, dtype):
     import gradlab
     result = gradlab.check(kind, impl=zoo(name), seed=seed, dtype=dtype)
     assert result.passed, [(c.name, c.message) for c in result.checks if c.status != "pass"]
+
+
+@pytest.mark.parametrize("name, overrides", [("red_mod_positional_stale_rows.py", {"max_len": 11}),   # = vocab_size
+                                             ("red_mod_positional_stale_rows_3d.py", {})])
+def test_stale_position_rows_fail_whatever_the_sizes_and_layout(zoo, run, name, overrides):
+    # max_len == vocab_size turned the property off (a token table might have that shape), and a (1, max_len, D)
+    # table was not looked at: both passed
+    record = run("positional", zoo(name), ["backward"], seed=3, **overrides)["backward"]
+    assert record.status == "fail" and "keeps a longer call's rows" in record.message, record.message
+
+
+def test_a_correct_lm_passes_backward_when_max_len_equals_vocab_size(zoo, run, all_pass):
+    all_pass(run("lm", zoo("red_mod_lm_ok_tied.py"), ["backward"], seed=2, max_len=11))
