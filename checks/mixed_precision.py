@@ -19,6 +19,7 @@ from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.contract.kinds import MIXED_PRECISION
 from gradlab.contract.records import curve, table
 from gradlab.contract.suite import Outcome, check
+from gradlab.contract.options import FIELDS
 from gradlab.execution.harness import describe
 from gradlab.execution.loader import reference as reference_impl
 
@@ -64,8 +65,9 @@ def mixed_precision(subject, rng):
     # (and the learning rate: the kind's lr of 1 hid an update that leaves lr out, and a float16 lr, which
     # rounds 0.37 by 3.5e-4)
     interval = base.growth_interval + 2 if base.growth_interval + 2 <= 10000 else base.growth_interval - 2
-    moved = {"loss_scale": max(1.0, base.loss_scale / 4) + 0.5, "growth_interval": max(1, interval),
-             "lr": base.lr * MOVED_LR}
+    # (and lr up instead of down where down would leave lr's range: --set lr=1e-8 made it 3.7e-9, refused mid-run)
+    lr = base.lr * MOVED_LR if base.lr * MOVED_LR >= FIELDS["lr"].low else base.lr / MOVED_LR
+    moved = {"loss_scale": max(1.0, base.loss_scale / 4) + 0.5, "growth_interval": max(1, interval), "lr": lr}
     for mode, changes in (("static", {}), ("dynamic", {}), ("dynamic", moved)):
         cfg = base.replace(loss_scaling=mode, **changes)
         if changes:

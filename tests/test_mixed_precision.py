@@ -31,7 +31,7 @@ def test_correct_implementations_pass(zoo, run, all_pass, impl):
     # other settings: a scale that is not a power of two, a short growth interval, float32 cfg
     # (and the ends of the ranges, where the third run's moved settings were refused mid-run: exit 2)
     for overrides in ({"loss_scale": 1000.0}, {"growth_interval": 2}, {"dtype": "float32"}, {"dtype": "float16"},
-                      {"loss_scale": 1.0}, {"growth_interval": 10000}):
+                      {"loss_scale": 1.0}, {"growth_interval": 10000}, {"lr": 1e-8}, {"lr": 100.0}):
         all_pass(run("mixed_precision", impl and zoo(impl), seed=3, **overrides), overrides)
 
 
