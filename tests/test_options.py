@@ -202,6 +202,13 @@ def test_float16_refuses_an_eps_only_for_the_kinds_it_checks(capsys, tmp_path):
     assert code == 1 and "nothing was judged" in out and "applies to module kinds" in out, out + err
     code, out, err = run(capsys, ["layernorm", "--dtype", "float16", "--set", "eps=1e-9"], tmp_path)
     assert_refused(code, out, err, "eps=1e-09: rounds to 0 in float16")
+    # (a file of function kinds alone: it "registers no kind gradlab knows", which was wrong)
+    only = tmp_path / "only_softmax.py"
+    only.write_text("import numpy as np\nimport gradlab\n\n@gradlab.register('softmax')\ndef softmax(x, axis=-1):\n"
+                    "    e = np.exp(x - x.max(axis=axis, keepdims=True))\n    return e / e.sum(axis=axis, keepdims=True)\n")
+    code, out, err = run(capsys, ["all", "--impl", str(only), "--dtype", "float16"], tmp_path)
+    assert_refused(code, out, err, "only_softmax.py registers only softmax, checked in float32 or float64")
+    assert "--dtype float16 checks module kinds (and mixed_precision)" in err
     result = gradlab.check("all", dtype="float16", seed=0)
     assert result.passed and {r.kind for r in result.results} == {k for k, spec in gradlab.KINDS.items()
                                                                   if spec.in_float16}

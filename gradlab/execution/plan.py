@@ -154,6 +154,11 @@ class Plan:
                 # skipped with the reason, and judges nothing)
                 self.kind_list = [k for k in KINDS if (k in self.loaded.registrations or k in self.refused)
                                   and (self._dtype() != "float16" or KINDS[k].in_float16)]
+                known = [k for k in KINDS if k in self.loaded.registrations]
+                if not self.kind_list and known:
+                    raise UsageError(f"--dtype float16 checks module kinds (and mixed_precision); {self.loaded.name} "
+                                     f"registers only {', '.join(known)}, checked in float32 or float64: leave out "
+                                     "--dtype float16, or name the kind to see each check's reason")
                 if not self.kind_list:
                     refused = getattr(self.loaded, "refused", None)
                     raise UsageError(next(iter(refused.values())) if refused else
