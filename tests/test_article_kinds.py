@@ -280,10 +280,12 @@ def test_dropout_scaled_at_evaluation_names_forward_too(zoo, run):
         assert words in record.message, (words, record.message)
 
 
-@pytest.mark.parametrize("seq_len", [7, 8])
-def test_a_seq2seq_holding_its_table_for_max_len_passes_up_to_max_len(zoo, run, all_pass, seq_len):
-    # the source was seq_len + 2 long, past max_len = 8: forward could not add the table (smoke, copy_task)
-    all_pass(run("seq2seq", zoo("art_seq2seq_ok_table_for_max_len.py"), seed=1, seq_len=seq_len), seq_len)
+@pytest.mark.parametrize("sizes", [{"seq_len": 7}, {"seq_len": 8}, {"seq_len": 1, "max_len": 2}])
+def test_a_seq2seq_holding_its_table_for_max_len_passes_up_to_max_len(zoo, run, sizes):
+    # the source was seq_len + 2 long, past max_len: forward could not add the table (smoke, copy_task)
+    result = run("seq2seq", zoo("art_seq2seq_ok_table_for_max_len.py"), seed=1, **sizes)
+    assert result.passed and not [c for c in result.checks if c.status == "error"], \
+        [(c.name, c.message) for c in result.checks if not c.ok]
 
 
 @pytest.mark.parametrize("max_len", [8, 512, 5000])

@@ -82,11 +82,11 @@ def core_shape(shape):
 
 def src_len(cfg):
     """The encoder memory's length: different from seq_len, so a swapped axis cannot pass unseen; seq_len + 2,
-    or seq_len - 1 where that would pass cfg.max_len (a seq2seq's positional table has max_len rows: a correct
-    model holding its table for max_len failed at seq_len = max_len - 1)."""
-    if cfg.seq_len + 2 <= cfg.max_len or cfg.seq_len < 2:
-        return cfg.seq_len + 2
-    return cfg.seq_len - 1
+    or the first of seq_len - 1 and seq_len + 1 that is within cfg.max_len (a seq2seq's positional table has
+    max_len rows: a correct model holding its table for max_len failed at seq_len = max_len - 1)."""
+    T = cfg.seq_len
+    fits = [S for S in (T + 2, T - 1, T + 1) if 1 <= S <= cfg.max_len]
+    return fits[0] if fits else T          # (max_len = T = 1: only T fits)
 
 
 def padding_mask(shape, rng):
