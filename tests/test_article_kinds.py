@@ -307,3 +307,10 @@ def test_a_mask_handled_wrong_is_not_blamed_on_a_last_sample_cache(zoo, run):
     assert "right only for the samples with no padded key (1)" in record.message, record.message
     assert "cache" not in record.message
 
+
+def test_a_float16_table_from_one_is_named_at_long_lengths(zoo, run):
+    # the slip was looked for within the largest per-entry allowance (4 at the far end), and "concatenated halves"
+    # matched first
+    record = run("sinusoidal", zoo("art_sinusoidal_float16_from_one.py"), seed=0, max_len=512, d_model=8)["table"]
+    assert record.status == "fail" and "positions start at 1" in record.message, record.message
+
