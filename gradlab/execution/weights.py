@@ -74,6 +74,8 @@ def resolve_names(kind_name, theirs, reference, param_map=None, guessed=None):
                                  {n: s for n, s in reference.items() if n not in mapping.values()}))
     mapping.update(plural_match({n: s for n, s in theirs.items() if n not in mapping},
                                  {n: s for n, s in reference.items() if n not in mapping.values()}))
+    mapping.update(_case_match({n: s for n, s in theirs.items() if n not in mapping},
+                               {n: s for n, s in reference.items() if n not in mapping.values()}))
     left = {n: s for n, s in theirs.items() if n not in mapping}
     left_ref = {n: s for n, s in reference.items() if n not in mapping.values()}
     if left:
@@ -84,7 +86,7 @@ def resolve_names(kind_name, theirs, reference, param_map=None, guessed=None):
             raise CheckSkipped(
                 f"{kind_name}: cannot tell which of your parameters is which reference parameter "
                 f"(yours: {_names(left)}; reference: {_names(left_ref)}), so the reference weights cannot be "
-                "copied in; tell gradlab with param_map\n" + _template(kind_name, theirs, reference))
+                "copied in; tell gradlab with param_map\n" + _template(kind_name, theirs, reference, mapping))
         mapping.update(by_shape)
     return _complete(kind_name, mapping, theirs, reference)
 
@@ -98,6 +100,12 @@ def _suffix_match(theirs, reference):
     """{their name: reference name} where their name is the reference's under a prefix of their own
     ("layers.ln1.gamma" for "ln1.gamma": children kept in a dict or a container attribute) (_unique_pairs)."""
     return _unique_pairs(theirs, reference, lambda n, r: n.endswith("." + r))
+
+
+def _case_match(theirs, reference):
+    """{their name: reference name} for names that differ in case alone ("W1" for "w1", CONTRACT §2's own
+    example of attribute pairs) (_unique_pairs)."""
+    return _unique_pairs(theirs, reference, lambda n, r: n.lower() == r.lower())
 
 
 def plural_match(theirs, reference):
