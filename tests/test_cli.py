@@ -433,6 +433,17 @@ def test_control_characters_of_the_students_text_are_shown_escaped(tmp_path, cap
     assert code == 2 and err.count("\n") == 1 and "\\x1b[31mred.py" in err and "\x1b" not in err
 
 
+def test_a_carriage_return_or_a_bidi_override_in_an_exception_is_shown_escaped_not_obeyed(tmp_path, capsys):
+    # str.splitlines() ends a line at \r: the message's first line stopped there (the rest dropped), and with -v
+    # the traceback broke there; U+202E (right-to-left override) was printed as it is
+    impl = student_file(tmp_path, forward='raise ValueError("bad thing\\rOVERWRITE and \\u202e reversed")')
+    for verbose in ([], ["-v"]):
+        code, out, err = run_main(capsys, "check", "layernorm", "--impl", impl, "--checks", "smoke", "--seed", "0",
+                                  *verbose)
+        assert code == 1 and "bad thing\\rOVERWRITE and \\u202e reversed" in out, out
+        assert "\r" not in out and "\u202e" not in out
+
+
 def test_the_json_and_the_report_keep_the_students_text_as_it_is(tmp_path, capsys):
     impl = student_file(tmp_path, forward=f'raise ValueError("<b>{FAKE_PASS}")')
     code, out, err = run_main(capsys, "check", "layernorm", "--impl", impl, "--checks", "smoke", "--seed", "0",

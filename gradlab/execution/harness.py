@@ -158,7 +158,7 @@ def guarded(what, fn, *args, files=(), error=StudentError, alarm=True, **kwargs)
         raise error(message, **({"where": where} if error is StudentError else {})) from e
     except Exception as e:
         where = student_frame(e, files)
-        detail = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        detail = str(e).strip().split("\n")[0] if str(e).strip() else ""
         message = f"{what} raised {type(e).__name__}" + (f" at {where}" if where else "") \
             + (f": {detail}" if detail else "")
         if error is StudentError:

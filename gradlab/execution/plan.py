@@ -274,7 +274,7 @@ class Plan:
         if ahead is not None and ahead.details.get("over_time"):
             return ahead          # it ran, and its own call ran past the limit: the precondition took its word
         if not before.ok:
-            first = before.message.splitlines()[0] if before.message else before.status
+            first = before.message.split("\n")[0] if before.message else before.status
             return CheckRecord(spec.name, SKIP, f"not judged: the {PRECONDITION!r} precondition failed ({first})")
         return ahead or run_one(spec, self.subject(kind), self.seed)
 

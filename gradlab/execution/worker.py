@@ -532,7 +532,7 @@ def _describe(exc, files):
         text = str(exc).strip()
     except BaseException:          # a __str__ that raises
         text = ""
-    info = {"type": _type_name(exc), "detail": text.splitlines()[0][:500] if text else "",
+    info = {"type": _type_name(exc), "detail": text.split("\n")[0][:500] if text else "",
             "where": _student_frame(exc, files), "trace": _student_traceback(exc)[-20000:]}
     if isinstance(exc, SystemExit):
         code = exc.code

@@ -527,7 +527,7 @@ def print_record(kind_result, record, verbose):
         for key, value in record.metrics.items():
             print(f"{'':26}{key}: {value}")
     if verbose and record.details.get("traceback"):
-        print("\n".join(f"{'':26}{line}" for line in record.details["traceback"].splitlines()))
+        print("\n".join(f"{'':26}{line}" for line in record.details["traceback"].split("\n")))
 
 
 def cmd_list():

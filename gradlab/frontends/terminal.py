@@ -7,8 +7,9 @@ import contextlib
 import re
 import sys
 
-# C0 but newline and tab, DEL, and C1: ESC (terminal sequences), CR (back to the line's start), BS, BEL, CSI...
-CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 but newline and tab, DEL, and C1: ESC (terminal sequences), CR (back to the line's start), BS, BEL, CSI...;
+# and the bidirectional overrides (U+202E turns the rest of a line around)
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text):
