@@ -1,6 +1,7 @@
 """Training: `gradlab train` (and gradlab.training.train) and the `train` check.
 Same weights, same batches: a correct model follows the reference's loss curve
 up to rounding, a quiet gradient bug that still learns does not."""
+import re
 import subprocess
 import sys
 
@@ -68,6 +69,9 @@ def test_cli_train(tmp_path, zoo):
     assert "FAIL  train" in run.stdout and "left the reference's" in run.stdout
     html = (tmp_path / "t.html").read_text()
     assert "gradient flow" in html and "attention weights of the trained model" in html
+    # the command that replays it (README promises it; the report had the seed alone), and accuracy in percent
+    assert f"gradlab train --impl {broken} --steps 30 --task reverse --set d_model=16 --set d_ff=32 --seed 0" in html
+    assert re.search(r"<td>\d+%</td>", html), "accuracy in percent"
     run = subprocess.run(args + ["--report", str(tmp_path / "r.html")], capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 0 and "PASS  gradlab" in run.stdout, run.stdout + run.stderr
     for bad in (["--steps", "3"], ["--set", "d_model=7"], ["--impl", "nope.py"]):

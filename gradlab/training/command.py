@@ -72,6 +72,18 @@ class Bar:
         self.line.clear()
 
 
+def replay(args):
+    """The command that runs this training again: the same file, steps, task, settings and seed."""
+    import shlex
+    words = ["gradlab", "train"] + (["--impl", str(args.impl)] if args.impl else [])
+    words += ["--steps", str(args.steps), "--task", args.task]
+    for pair in args.overrides:
+        words += ["--set", pair]
+    if args.isolate is not None:
+        words += ["--isolate" if args.isolate else "--in-process"]
+    return shlex.join(words + ["--seed", str(args.seed)])
+
+
 def run(args):
     """Exit status: 0 the run passed the bar, 1 it did not (or your code raised), 2 it could not start."""
     from gradlab.execution.runner import time_limit, worker_limits
@@ -96,7 +108,7 @@ def run(args):
         bar.clear()
     record = result.checks[0]
     print(f"{record.status.upper():>5}  {record.message}")
-    path = write_report(result, args.report, title=f"gradlab train: {result.impl}")
+    path = write_report(result, args.report, title=f"gradlab train: {result.impl}", replay=replay(args))
     print(f"report: {path}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

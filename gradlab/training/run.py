@@ -265,6 +265,12 @@ def _set_lr(optimizer, lr, fns):
         fns.notes.append("schedule not applied: your optimizer keeps no `lr` attribute to set")
 
 
+def _in_order(theirs, ours):
+    """The student's per-layer series in the reference's order (then any of their own), so that the two
+    gradient-flow plots give each layer the same place and colour."""
+    return {**{k: theirs[k] for k in ours if k in theirs}, **{k: v for k, v in theirs.items() if k not in ours}}
+
+
 def _layer_norms(grads):
     """{layer: L2 norm of all its gradients}: blocks.i.<part> (attn, ffn, ln1, ...), embeddings, ln_f, head."""
     out = {}
@@ -327,14 +333,15 @@ def _judge(setting, task, steps, cfg, ours, theirs, acc_ours, acc_theirs, sample
     warnings = _flow_warnings(theirs.norms, ours.norms)
     views = [curve(f"training loss ({task} task)", {"reference": ours.losses, "yours": theirs.losses},
                    ylabel="cross-entropy"),
-             curve("gradient flow: your gradient norm per layer", theirs.norms, ylabel="L2 norm of the gradients"),
+             curve("gradient flow: your gradient norm per layer", _in_order(theirs.norms, ours.norms),
+                   ylabel="L2 norm of the gradients"),
              curve("gradient flow: the reference's gradient norm per layer", ours.norms,
                    ylabel="L2 norm of the gradients"),
              table("final accuracy on 256 new sequences", [
-                 {"model": "yours", "tokens right": acc_theirs["tokens"], "sequences right": acc_theirs["sequences"],
-                  "final loss": final},
-                 {"model": "reference", "tokens right": acc_ours["tokens"], "sequences right": acc_ours["sequences"],
-                  "final loss": ref_final}])]
+                 {"model": "yours", "tokens right": f"{acc_theirs['tokens']:.0%}",
+                  "sequences right": f"{acc_theirs['sequences']:.0%}", "final loss": final},
+                 {"model": "reference", "tokens right": f"{acc_ours['tokens']:.0%}",
+                  "sequences right": f"{acc_ours['sequences']:.0%}", "final loss": ref_final}])]
     views += _attention_views(theirs, sample, cfg)
     if warnings:
         views.insert(1, table("gradient flow warnings", [{"warning": w} for w in warnings]))

@@ -204,6 +204,9 @@ def _tick_labels(ax, xticklabels, yticklabels):
         ax.set_yticklabels([str(t) for t in yticklabels], fontsize=8)
 
 
+LEGEND_INSIDE = 4      # series a curve's legend may cover on the axes; more go beside them
+
+
 def curve_png(view):
     return _png(curve_figure(view))
 
@@ -214,10 +217,12 @@ def curve_figure(view):
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     every = []
-    for label, ys in series.items():
+    for i, (label, ys) in enumerate(series.items()):
         y = as_matrix(ys).ravel()
         every.append(y)
-        ax.plot(np.arange(len(y)), y, label=str(label), marker="o" if len(y) <= 30 else None, markersize=3)
+        # (the colour cycle has 10 colours: the 11th series on would share one, so each ten gets its own dashes)
+        ax.plot(np.arange(len(y)), y, label=str(label), marker="o" if len(y) <= 30 else None, markersize=3,
+                linestyle=("-", "--", ":", "-.")[i // 10 % 4])
     values = np.concatenate(every) if every else np.array([])
     finite = values[np.isfinite(values)]
     if finite.size and finite.min() > 0 and finite.max() / finite.min() > 100:
@@ -225,11 +230,17 @@ def curve_figure(view):
     ax.set_xlabel(view.get("xlabel", "step"))
     ax.set_ylabel(view.get("ylabel", ""))
     ax.grid(True, alpha=0.3)
-    if len(series) > 1 or (series and str(next(iter(series)))):
+    if len(series) > LEGEND_INSIDE:      # many series (a model's layers): the legend beside the axes, not on them
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    elif len(series) > 1 or (series and str(next(iter(series)))):
         ax.legend(fontsize=8)
     left, above = _tick_room(ax.yaxis)
+    beside = len(series) > LEGEND_INSIDE
+    if beside:
+        fig.set_size_inches(8.4, 3.0)
     _fit(fig, left=_label_room(view.get("ylabel")) + left,
-         bottom=_label_room(view.get("xlabel", "step")) + TICK + LINE[10], right=0.3, top=max(above, 0.12))
+         bottom=_label_room(view.get("xlabel", "step")) + TICK + LINE[10], right=2.0 if beside else 0.3,
+         top=max(above, 0.12))
     return fig
 
 
