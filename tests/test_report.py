@@ -310,6 +310,17 @@ def test_failing_banner_says_what_and_where(render):
     assert "attention::gradient" in banner and "qkv_weight" in banner and "attention::causality" in banner
 
 
+def test_a_report_of_several_files_names_the_file_in_its_verdict(render):
+    # the pytest plugin's report of several --gradlab-impl files said "attention::gradient: ..." with no file,
+    # and a file that did not load was "(load)::load" (its pytest item is bob.py::load)
+    load = KindResult("(load)", "bob.py", 7, {}, [CheckRecord("load", ERROR, "bob.py:3: syntax error")])
+    html = render([failing_result("alice.py"), load])
+    banner = html[html.index('id="verdict"'):html.index("</ul>")]
+    assert re.search(r'alice\.py</span> <a href="#[^"]+">attention::gradient</a>', banner), banner
+    assert re.search(r'bob\.py</span> <a href="#[^"]+">load</a>: bob\.py:3: syntax error', banner), banner
+    assert "(load)::" not in html
+
+
 # ---- in a notebook ---------------------------------------------------------------------
 
 def _srcdoc(fragment):
