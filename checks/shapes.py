@@ -148,25 +148,31 @@ def _module_rows(subject, rng, rows, notes):
 
 
 def _shorter_rows(subject, module, rng, rows):
-    """A causal module built for cfg.seq_len also takes a shorter sequence (an LM generating, the last batch of
-    an epoch), and so does a positional table (x + weight[:T]): forward at T - 1 returns T - 1 positions. A
-    causal mask, buffer or table slice sized by cfg.seq_len and not by the input's T breaks there."""
+    """A causal module built for cfg.seq_len takes any length up to cfg.max_len (an LM generating, the last batch
+    of an epoch, the longest sequence its positions allow), and so does a positional table (x + weight[:T]):
+    forward at T - 1 and at T = max_len returns that many positions. A causal mask, buffer or table slice sized
+    by cfg.seq_len and not by the input's T breaks there. (Kinds of several inputs too: a decoder layer's mask.)"""
     kind, cfg = subject.kind, subject.cfg
-    if not (kind.has(CAUSAL) or kind.has(ANY_LENGTH)) or len(kind.input_specs()) != 1 or cfg.seq_len < 2:
+    if not (kind.has(CAUSAL) or kind.has(ANY_LENGTH)):
         return
-    short = cfg.replace(seq_len=cfg.seq_len - 1)
-    hint = (f"a module built for seq_len = {cfg.seq_len} must take shorter inputs too: a causal mask or buffer "
-            f"sized by cfg.seq_len? build it for cfg.max_len and slice it to the input's T (mask[:T, :T])"
-            if kind.has(CAUSAL) else
+    # (max_len for causal kinds: a positional table's own T = max_len failing is an offset, weight[1:T+1], which the
+    # reference check names)
+    longest = [cfg.max_len] if cfg.max_len > cfg.seq_len and kind.has(CAUSAL) else []
+    lengths = ([cfg.seq_len - 1] if cfg.seq_len >= 2 else []) + longest
+    hint = (f"a module built for seq_len = {cfg.seq_len} must take every length up to max_len = {cfg.max_len}: a "
+            "causal mask or buffer sized by cfg.seq_len? build it for cfg.max_len and slice it to the input's T "
+            "(mask[:T, :T])" if kind.has(CAUSAL) else
             f"a module built for seq_len = {cfg.seq_len} must take shorter inputs too: slice the table to the "
             "input's own T (weight[:x.shape[1]]), not to cfg.seq_len")
-    what = f"forward output at T = {short.seq_len}"
-    try:
-        out = subject.run("forward", module.forward, *kind.make_inputs(short, rng))
-    except StudentError as e:
-        rows.add(what, kind.output_shape(short), f"raised: {e}", hint)
-        return
-    rows.add(what, kind.output_shape(short), _shape(out), hint)
+    for T in lengths:
+        other = cfg.replace(seq_len=T)
+        what = f"forward output at T = {T}"
+        try:
+            out = subject.run("forward", module.forward, *kind.make_inputs(other, rng))
+        except StudentError as e:
+            rows.add(what, kind.output_shape(other), f"raised: {e}", hint)
+            return
+        rows.add(what, kind.output_shape(other), _shape(out), hint)
 
 
 def _param_rows(subject, module, slots, rows, notes):

@@ -92,6 +92,11 @@ def test_renamed_params_with_param_map_dict_pass(run, zoo, dtype):
                                                          "it keeps the leading axes (1, 5)", "reshape(-1, 7).sum(axis=0)"]),
     ("attention", "shapes_bad_attention_mask_fixed_T.py", ["forward output at T = 4", "raised",
                                                            "build it for cfg.max_len and slice it"]),
+    # sliced, but built for cfg.seq_len: only T = max_len shows it; a decoder layer (several inputs) was not probed
+    ("attention", "shapes_bad_attention_mask_for_seq_len.py", ["forward output at T = 8", "raised",
+                                                               "every length up to max_len = 8"]),
+    ("decoder_layer", "art_decoder_mask_for_seq_len.py", ["forward output at T = 4", "raised",
+                                                          "build it for cfg.max_len and slice it"]),
     ("block", "shapes_bad_block_shared_layernorm.py", ["'ln2.gamma' is not found", "ln2 is the same object as ln1",
                                                        "build a second one"]),
     # (its ids stop below the vocabulary's last: caught whatever the batch would have drawn)
