@@ -31,6 +31,9 @@ CORRECT = [
     ("style_callable_object.py", "adam"),
     ("style_forward_only.py", "attention"),
     ("style_forward_only.py", "layernorm"),
+    # a float -1e9 mask buffer and running statistics were counted as parameters and overwritten with random
+    # numbers: the mask then leaked the future (causality, softmax_rows) and reference could not match its names
+    ("style_forward_only_float_mask.py", "attention"),
     ("style_grads_by_name.py", "layernorm"),
     ("style_default_float64_params.py", "layernorm"),
     ("style_float32_inside.py", "ffn"),
@@ -45,6 +48,7 @@ CORRECT = [
     ("style_grads_d_keys.py", "ffn"),
 ]
 FORWARD_ONLY = {("style_forward_only.py", "attention"): "raised NotImplementedError",
+                ("style_forward_only_float_mask.py", "attention"): "raised NotImplementedError",
                 ("style_forward_only.py", "layernorm"): "has no backward() method"}
 
 # twin file, kind, the check that must fail, words its message must contain
@@ -61,6 +65,7 @@ BROKEN = [
     ("style_callable_object_bad.py", "adam", "trajectory", ["after step 1", "eps is inside the square root"]),
     ("style_forward_only_bad.py", "attention", "softmax_rows", ["future position 1", "off by one"]),
     ("style_forward_only_bad.py", "attention", "causality", ["sees the future"]),
+    ("style_forward_only_float_mask_bad.py", "attention", "causality", ["sees the future"]),
     ("style_grads_by_name_bad.py", "layernorm", "reference", ["unbiased variance", "ddof=1"]),
     ("style_default_float64_params_bad.py", "layernorm", "gradient", ["input gradient 'x'", "the variance"]),
     ("style_float32_inside_bad.py", "ffn", "gradient", ["is wrong", "a mean where a sum belongs", "computes in float32"]),

@@ -265,8 +265,29 @@ class _Search:
                 self.add(obj, prefix + attr, value, ("attr", gname))
             elif isinstance(attrs.get("grads"), dict) and isinstance(attrs["grads"].get(attr), np.ndarray):
                 self.add(obj, prefix + attr, value, ("dict", lambda o=obj: _grads_mapping(o), attr))
-            elif self.forward_only and not _is_gradient_name(attr, attrs):
+            elif self.forward_only and not _is_gradient_name(attr, attrs) and not _buffer_like(attr, value):
                 self.add(obj, prefix + attr, value, ("none",))
+
+
+def _buffer_like(attr, value):
+    """A float array a module without a backward holds that is no parameter: a causal mask (0/1 in a triangle, or
+    -1e9 / -inf where it blocks) or running statistics (running_mean, running_var). Counted as parameters, they
+    were overwritten with random numbers (a mask that then leaked the future, gradlab's doing)."""
+    if attr.lower().startswith("running_"):
+        return True
+    if value.ndim < 2 or value.shape[-1] != value.shape[-2] or value.size == 0:
+        return False
+    with np.errstate(invalid="ignore"):
+        blocking = np.isneginf(value) | (value <= -1e4)
+        ones = (value == 0) | (value == 1)
+    if blocking.any():
+        return bool(np.all(blocking | (value == 0)))
+    if ones.all() and value.any():
+        square = value.reshape(-1, *value.shape[-2:])
+        # (a triangle with ones off the diagonal: np.eye, a weight started at the identity, is no mask)
+        return bool(all((np.array_equal(m, np.triu(m)) or np.array_equal(m, np.tril(m)))
+                        and (np.triu(m, 1).any() or np.tril(m, -1).any()) for m in square))
+    return False
 
 
 def _carries_grad(value):
