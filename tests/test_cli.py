@@ -397,6 +397,17 @@ def test_student_prints_are_counted_not_shown_unless_verbose(tmp_path, capsys):
     assert "softmax called" in out and "your code printed" not in out
 
 
+@pytest.mark.parametrize("mode", ["--isolate", "--in-process"])
+def test_a_syntax_error_in_a_helper_file_names_the_helper(tmp_path, capsys, mode):
+    # it named the file given, at the helper's line: "main.py:3: syntax error" for an error in helpers.py:3
+    (tmp_path / "helpers.py").write_text("import numpy as np\n\ndef f(x)\n    return x\n")
+    (tmp_path / "main.py").write_text("import gradlab\nfrom helpers import f\n\n@gradlab.register('softmax')\n"
+                                      "def softmax(x, axis=-1):\n    return f(x)\n")
+    code, out, err = run_main(capsys, "check", "softmax", "--impl", str(tmp_path / "main.py"), mode)
+    assert code == 2 and err.strip() == (f"gradlab: error: {tmp_path / 'helpers.py'}:3: syntax error: expected ':'; "
+                                         "fix it and run again"), err
+
+
 def test_verbose_shows_no_empty_worker_traceback_for_a_syntax_error(tmp_path):
     """-v adds the worker's traceback when there is one; a syntax error has none to add (it printed a
     bare 'RemoteTraceback: in gradlab's worker' line)."""

@@ -414,9 +414,10 @@ def _load_file(path):
     try:
         with collecting() as found:
             guarded(f"importing {path}", spec.loader.exec_module, module, files=(full,), error=UsageError)
-    except SyntaxError as e:  # raised by compile, before any student frame runs
+    except SyntaxError as e:  # raised by compile, before any student frame runs (or by a helper file it imports)
         sys.modules.pop(mod_name, None)
-        raise UsageError(f"{path}:{e.lineno}: syntax error: {e.msg}; fix it and run again") from None
+        raise UsageError(f"{_syntax_file(e, path, full)}:{e.lineno}: syntax error: {e.msg}; fix it and run "
+                         "again") from None
     except UsageError:
         sys.modules.pop(mod_name, None)
         raise
@@ -435,6 +436,16 @@ def _load_file(path):
         raise UsageError(f"{path} registers nothing; decorate its factory with @gradlab.register(\"attention\") "
                          "(or the kind it implements) and `import gradlab` at the top")
     return Implementation(path, _index(found, path, own=mod_name), (full,), refused, own)
+
+
+def _syntax_file(error, path, full):
+    """The file a SyntaxError is in, as the user would name it: `path` itself, or a helper file it imports
+    (its name beside path's folder). It was always `path`: a syntax error in helpers.py at line 3 sent the
+    student to line 3 of main.py."""
+    where = getattr(error, "filename", None)
+    if not isinstance(where, str) or not where or os.path.abspath(where) == full:
+        return path
+    return os.path.join(os.path.dirname(path), os.path.relpath(os.path.abspath(where), os.path.dirname(full)))
 
 
 _loading = []   # files being imported right now
