@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import nan_adam, strict_json
+from gradlab_test_support import nan_adam, strict_json
 
 import gradlab
 from gradlab.frontends.cli import main

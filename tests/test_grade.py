@@ -14,7 +14,7 @@ import zipfile
 
 import pytest
 
-from helpers import nan_adam, strict_json
+from gradlab_test_support import nan_adam, strict_json
 
 from gradlab.frontends.cli import main
 from gradlab.grading import rubric as rubric_mod

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import descendants, state
+from gradlab_test_support import descendants, state
 
 HOSTILE = Path(__file__).parent / "zoo" / "hostile"
 
