@@ -14,6 +14,8 @@ import zipfile
 
 import pytest
 
+from gradlab.contract.errors import UsageError
+
 from gradlab_test_support import nan_adam, strict_json
 
 from gradlab.frontends.cli import main
@@ -626,3 +628,12 @@ def test_fractional_points_add_up_to_the_rubrics_maximum_exactly(tmp_path):
     r = rubric_mod.load(str(path))
     assert sum(rule.points for rule in r.kinds["layernorm"].values()) != 1      # what the rounding is for
     assert r.max_score() == 1
+
+
+def test_a_rubric_whose_points_overflow_is_refused_in_one_line(tmp_path):
+    # 1e308 points in two kinds: the total was inf, and writing the scores raised "cannot convert float NaN to
+    # integer" after the whole class was graded (exit 1, no summary.html)
+    path = tmp_path / "rubric.toml"
+    path.write_text("[layernorm]\npoints = 1e308\n[ffn]\npoints = 1e308\n")
+    with pytest.raises(UsageError, match=r"the points add up to inf, more than 1e\+09; give smaller points"):
+        rubric_mod.load(str(path))

@@ -124,8 +124,13 @@ def load(path=None, kinds=None):
     rubric = Rubric(source=where, visibility=default_vis)
     for kind in kinds:
         rubric.kinds[kind] = _kind_rules(kind, data.get(kind, {}), default_vis, where)
-    if rubric.max_score() <= 0:
+    total = rubric.max_score()
+    if total <= 0:
         raise UsageError(f"{where}: every check is worth 0 points; nothing to grade")
+    if not math.isfinite(total) or total > MAX_POINTS:
+        # (1e308 in two kinds: an infinite total, and every score became NaN as it was written)
+        raise UsageError(f"{where}: the points add up to {total:g}, more than {MAX_POINTS:g}; give smaller points "
+                         "(a score is a share of the total, so only their ratios matter)")
     return rubric
 
 
@@ -212,6 +217,9 @@ def _rule(value, vis, at):
         return Rule(_points(value["points"], f"{at}.points"), _visibility(value.get("visibility", vis),
                                                                           f"{at}.visibility"), partial)
     return Rule(_points(value, at), vis)
+
+
+MAX_POINTS = 1e9      # a rubric's total: scores stay exact to 4 decimals well below it
 
 
 def _points(value, at):
