@@ -637,3 +637,12 @@ def test_a_rubric_whose_points_overflow_is_refused_in_one_line(tmp_path):
     path.write_text("[layernorm]\npoints = 1e308\n[ffn]\npoints = 1e308\n")
     with pytest.raises(UsageError, match=r"the points add up to inf, more than 1e\+09; give smaller points"):
         rubric_mod.load(str(path))
+
+
+def test_a_replay_line_keeps_the_grades_own_time_limit_per_call():
+    # graded with --call-timeout 1, a call past it was replayed at check's default of 20 s, and passed
+    from gradlab.grading.gradescope import _output
+    record = {"status": "error", "message": "layernorm: forward ran past 1 s"}
+    assert _output(record, "layernorm", "shapes", "heidi/heidi.py", 1, call_limit=1.0).endswith(
+        "replay: gradlab check layernorm --impl heidi.py --checks shapes --timeout 1 --seed 1")
+    assert "--timeout" not in _output(record, "layernorm", "shapes", "heidi/heidi.py", 1, call_limit=20.0)

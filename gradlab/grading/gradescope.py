@@ -9,12 +9,14 @@ is the sum of the tests'; gradlab's version, the seed and the resume key go in
 """
 import shlex
 
+from gradlab.execution.harness import DEFAULT_TIMEOUT
+
 from gradlab.grading.rubric import credit, partial_words
 
 STATUS = {True: "passed", False: "failed"}
 
 
-def results_json(student_result, rubric, seed, version, key=None):
+def results_json(student_result, rubric, seed, version, key=None, call_limit=None):
     tests = []
     for kind, rules in rubric.kinds.items():
         kind_result = student_result["kinds"][kind]
@@ -29,7 +31,7 @@ def results_json(student_result, rubric, seed, version, key=None):
                 "score": score,
                 "max_score": rule.points,
                 "status": STATUS[score >= rule.points],
-                "output": _output(record, kind, check, impl, seed) + partial_words(rule, record, score),
+                "output": _output(record, kind, check, impl, seed, call_limit) + partial_words(rule, record, score),
                 "visibility": rule.visibility,
                 "tags": [kind, record["status"]],
             })
@@ -56,12 +58,15 @@ def results_json(student_result, rubric, seed, version, key=None):
     }
 
 
-def _output(record, kind, check, impl, seed):
+def _output(record, kind, check, impl, seed, call_limit=None):
     text = record.get("message") or record["status"]
     if record["status"] == "skip" and not text.startswith("not run"):
         text = f"skipped, so no points: {text}"
     file = impl.split("/", 1)[1] if "/" in impl else ""
     if record["status"] in ("fail", "error") and file.endswith(".py"):
-        text += "\nreplay: " + shlex.join(["gradlab", "check", kind, "--impl", file, "--checks", check,
+        # (the grade's own limit per call when it is not check's default: replayed without it, a call that ran
+        # past --call-timeout 1 had 20 s and passed)
+        limit = ["--timeout", f"{call_limit:g}"] if call_limit is not None and call_limit != DEFAULT_TIMEOUT else []
+        text += "\nreplay: " + shlex.join(["gradlab", "check", kind, "--impl", file, "--checks", check, *limit,
                                           "--seed", str(seed)])
     return text

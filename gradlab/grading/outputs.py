@@ -59,10 +59,11 @@ def already_graded(out, student, key):
         return None
 
 
-def write_student(out, student_result, rubric, seed, version, key, report_html=None, written=None):
-    """A student's three files; `written` (a dict) gets {path: sha256 of what was written} for verify()."""
+def write_student(out, student_result, rubric, seed, version, key, report_html=None, written=None, call_limit=None):
+    """A student's three files; `written` (a dict) gets {path: sha256 of what was written} for verify().
+    call_limit: the grade's seconds per call, for the replay lines."""
     folder = os.path.join(out, student_result["student"])
-    results = results_json(student_result, rubric, seed, version, key)
+    results = results_json(student_result, rubric, seed, version, key, call_limit)
     if report_html is None:
         report_html = render_student_report(student_result, rubric)
     files = [(REPORT, report_html), (RECORDS, dumps(student_result)),

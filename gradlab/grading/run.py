@@ -64,7 +64,8 @@ def grade_class(submissions, out, kinds=None, rubric_path=None, seed=None, worke
 
     def finished(entry, key, student_result):
         report = student_result.pop("report_html", None)
-        results = outputs.write_student(out, student_result, rubric, seed, __version__, key, report, written)
+        results = outputs.write_student(out, student_result, rubric, seed, __version__, key, report, written,
+                                        limits.call)
         graded[entry.student], records[entry.student] = results, student_result
         outputs.write_class(out, graded, rubric, seed, __version__)
         progress.update(entry.student, results, rubric.max_score())
