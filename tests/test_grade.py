@@ -646,3 +646,24 @@ def test_a_replay_line_keeps_the_grades_own_time_limit_per_call():
     assert _output(record, "layernorm", "shapes", "heidi/heidi.py", 1, call_limit=1.0).endswith(
         "replay: gradlab check layernorm --impl heidi.py --checks shapes --timeout 1 --seed 1")
     assert "--timeout" not in _output(record, "layernorm", "shapes", "heidi/heidi.py", 1, call_limit=20.0)
+
+
+def test_a_kind_in_a_notebook_cell_skipped_whole_says_so_and_function_kinds_get_their_advice(tmp_path):
+    # a %%time cell holding the kind: every check said "not registered ... add @gradlab.register('softmax') above
+    # its build(cfg) factory", though the decorator was there (and a function kind has no factory)
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import numpy as np\nimport gradlab"),
+                nbformat.v4.new_code_cell("%%time\n@gradlab.register('softmax')\ndef softmax(x, axis=-1):\n"
+                                          "    e = np.exp(x - x.max(axis=axis, keepdims=True))\n"
+                                          "    return e / e.sum(axis=axis, keepdims=True)")]
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "tim.ipynb").write_text(nbformat.writes(nb))
+    (tmp_path / "class" / "una.py").write_text("import gradlab\n")
+    results = grade_class(str(tmp_path / "class"), str(tmp_path / "out"), kinds="softmax", seed=SEED, workers=1,
+                          limits=Limits(wall=TIMEOUT), stream=open(os.devnull, "w"))
+    said = set(failing(results["tim"], "softmax").values())
+    assert said == {"softmax: not graded: tim.ipynb: cell 2: skipped (cell magic %%time); it holds "
+                    "register('softmax'), so that kind is not graded: remove that line"}, said
+    assert all(o.endswith("add @gradlab.register('softmax') above the function")
+               for o in failing(results["una"], "softmax").values())

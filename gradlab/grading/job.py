@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 
 from gradlab.contract.errors import UsageError
+from gradlab.contract.kinds import KINDS
 from gradlab.contract.records import ERROR, CheckRecord, KindResult
 from gradlab.execution import harness, loader
 from gradlab.execution.limits import Limits as WorkerLimits
@@ -99,7 +100,8 @@ def grade_submission(entry, kinds, rubric, seed, limits=Limits(), *, workdir=Non
                 if entry.others else "")
         found = _discover(files, broken, result.notes, limits, deadline, isolate, opened)
         for kind in kinds:
-            kind_result = _grade_kind(kind, found, broken, named, rubric, seed, limits, result.student, isolate)
+            kind_result = _grade_kind(kind, found, broken, named, rubric, seed, limits, result.student, isolate,
+                                      result.notes)
             result.kinds[kind] = _relative(kind_result.to_dict(), root)
         result.notes = [_relative(n, root) for n in result.notes]
         result.seconds = time.perf_counter() - start
@@ -184,12 +186,12 @@ def _owner(registration, files):
     return matches[0] if len(matches) == 1 else None
 
 
-def _grade_kind(kind, found, broken, named, rubric, seed, limits, student, isolate):
+def _grade_kind(kind, found, broken, named, rubric, seed, limits, student, isolate, notes=()):
     """The kind's checks (the rubric's) through the run plan every front end uses,
     on the implementation already opened for its file."""
     checks = rubric.checks(kind)
     if kind not in found:
-        return failed_kind(kind, student, seed, checks, _missing_reason(kind, found, broken, named))
+        return failed_kind(kind, student, seed, checks, _missing_reason(kind, found, broken, named, notes))
     loaded, name = found[kind]
     try:
         with contextlib.nullcontext() if isolate else time_limit(limits.per_call()):   # a worker keeps its own
@@ -203,19 +205,24 @@ def _grade_kind(kind, found, broken, named, rubric, seed, limits, student, isola
     return kind_result
 
 
-def _missing_reason(kind, found, broken, named):
+def _missing_reason(kind, found, broken, named, notes=()):
     """Why `kind` has no registration. A file that does not import is said first: it is the likely cause
     even when its source does not name the kind literally (register(KIND)), and a message cut short (a
-    report's line, the summary's diagnosis) still shows it."""
+    report's line, the summary's diagnosis) still shows it. A notebook cell skipped whole that registers it
+    (a cell magic, invalid Python) is said the same way."""
     suspects = [n for n in broken if kind in named.get(n, ())]
     if suspects:
         return f"{kind}: not graded: {_import_failure(suspects[0], broken)}"
+    skipped = [n for n in notes if f"register({kind!r})" in n and "not graded" in n]
+    if skipped:
+        return f"{kind}: not graded: {skipped[0]}"
     registered = ", ".join(sorted(found)) or "nothing"
     if broken:
         return (f"{kind}: not graded: {_import_failure(next(iter(broken)), broken)}; it may be the file that "
                 f"registers {kind}: the files that import register {registered}")
+    above = "the function" if KINDS[kind].form == "function" else "its build(cfg) factory"
     return (f"{kind}: not registered by any file of the submission (it registers {registered}); "
-            f"add @gradlab.register({kind!r}) above its build(cfg) factory")
+            f"add @gradlab.register({kind!r}) above {above}")
 
 
 def _import_failure(name, broken):

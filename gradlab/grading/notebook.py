@@ -62,14 +62,14 @@ def to_source(raw, name):
 def _cell(source, where):
     lines = source.splitlines()
     if lines and lines[0].lstrip().startswith("%%"):
-        return "", [(None, f"skipped (cell magic {lines[0].split()[0]})")]
+        return "", [(None, f"skipped (cell magic {lines[0].split()[0]})" + _registers(source, "remove that line"))]
     # magics and shell lines become blank lines, so line numbers still match the cell
     clean = ["" if ln.lstrip().startswith(("%", "!")) else ln for ln in lines]
     text = "\n".join(clean)
     try:
         tree = ast.parse(text)
     except SyntaxError as e:
-        return "", [(e.lineno, f"skipped (not valid Python: {e.msg})")]
+        return "", [(e.lineno, f"skipped (not valid Python: {e.msg})" + _registers(source, "fix that cell"))]
     kept, skipped = list(clean), []
     for stmt in tree.body:
         first = clean[stmt.lineno - 1].strip()
@@ -82,6 +82,17 @@ def _cell(source, where):
             _guard(kept, stmt, f"{where} line {stmt.lineno}: skipped `{first[:60]}`")
     text = "\n".join(kept)
     return (text if text.strip() else ""), skipped
+
+
+def _registers(source, fix):
+    """For a cell skipped whole: the kinds it registers, so that the kind's own record says why it is missing
+    (grading.job._missing_reason reads this note) instead of "add @gradlab.register(...)", which is there."""
+    import re
+    kinds = sorted(set(re.findall(r"""register\(\s*["'](\w+)["']""", source)))
+    if not kinds:
+        return ""
+    held = ", ".join(f"register({k!r})" for k in kinds)
+    return f"; it holds {held}, so {'that kind is' if len(kinds) == 1 else 'those kinds are'} not graded: {fix}"
 
 
 def _guardable(stmt, body):
