@@ -667,3 +667,17 @@ def test_a_kind_in_a_notebook_cell_skipped_whole_says_so_and_function_kinds_get_
                     "register('softmax'), so that kind is not graded: remove that line"}, said
     assert all(o.endswith("add @gradlab.register('softmax') above the function")
                for o in failing(results["una"], "softmax").values())
+
+
+@pytest.mark.parametrize("names", [("Zoë.py", "zoë"), ("Zo\u00eb.py", "Zoe\u0308.py")], ids=["case", "unicode form"])
+def test_students_whose_names_differ_only_in_case_or_unicode_form_are_refused(tmp_path, names):
+    # they were graded as two students: two rows that read alike, and one results folder on macOS or Windows
+    from gradlab.grading.submissions import discover
+    for name in names:
+        if name.endswith(".py"):
+            (tmp_path / name).write_text("import gradlab\n")
+        else:
+            (tmp_path / name).mkdir()
+            (tmp_path / name / "m.py").write_text("import gradlab\n")
+    with pytest.raises(UsageError, match="differ only in case or Unicode form"):
+        discover(str(tmp_path))

@@ -8,6 +8,7 @@ a resumed run grades it again.
 """
 import hashlib
 import os
+import unicodedata
 from dataclasses import dataclass, field
 
 from gradlab.contract.errors import UsageError
@@ -77,10 +78,21 @@ def discover(folder, exclude=(), ignored=None):
         if student in entries:
             raise UsageError(f"{folder}: {where[student]} and {name} are both student {student!r}; "
                              "rename or remove one")
+        same = [other for other in entries if _folded(other) == _folded(student)]
+        if same:
+            # (Zoë.py and zoë/, or Zoë in two Unicode forms: two rows that read alike, and one results folder on a
+            # file system that ignores case or normalises names, macOS's and Windows')
+            raise UsageError(f"{folder}: {where[same[0]]} and {name} name students that differ only in case or "
+                             "Unicode form; their results would share a folder on macOS or Windows: rename one")
         entries[student], where[student] = Entry(student, files, others, skipped), name
     if not entries:
         raise UsageError(f"{folder}: no submissions (expected one sub-folder or .py/.ipynb file per student)")
     return list(entries.values())
+
+
+def _folded(name):
+    """A student name as a case-insensitive, normalising file system compares it."""
+    return unicodedata.normalize("NFC", name).casefold()
 
 
 def _folder_files(root):
