@@ -217,6 +217,14 @@ def test_class_files(graded):
     assert "bob, erin" in summary   # the students who share "attention not registered"
     # dave's attention is not said to be unregistered: his file that does not import is the likely cause
     assert "attention: not graded: importing a_exit.py ended the worker process" in summary
+    # a diagnosis shows a student's own line with its cause, not the blurred first clause alone ("gradient of 'w#'")
+    assert "&#39;w#&#39;" not in summary and "'w#'" not in summary
+
+
+def test_a_diagnosis_key_blurs_numbers_not_the_digits_of_names():
+    from gradlab.grading.outputs import diagnosis_key
+    assert diagnosis_key("ffn: gradient of 'w1' in blocks.0.ln1 is 1.5e-3 off at 12; add it") == \
+        "ffn: gradient of 'w1' in blocks.0.ln1 is # off at #"
 
 
 def test_resume_grades_only_what_changed(graded, tmp_path):
@@ -336,7 +344,7 @@ def test_a_file_that_does_not_import_is_said_first_and_once(tmp_path):
     assert failures.count('<pre class="message">') == 1
     for check in ("smoke", "gradient", "overfit"):      # every check's chip still leads to the reason
         assert f'id="k0-attention-{check}"' in failures
-    assert "attention: not graded: FILE:LINE: syntax error" in (tmp_path / "out" / "summary.html").read_text()
+    assert "attention: not graded: carol.py:1: syntax error" in (tmp_path / "out" / "summary.html").read_text()
 
 
 

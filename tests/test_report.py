@@ -162,8 +162,8 @@ def test_the_verdict_cuts_a_long_line_at_a_clause_not_inside_a_number(render):
 @pytest.mark.parametrize("limit, end", [(120, "output feature 9) \u2026"), (170, "analytical 11.8055 \u2026"),
                                         (1000, "not grad_out.T @ x")])
 def test_shortened_stops_where_a_reader_can(limit, end):
-    from gradlab.frontends.report.render import _shortened
-    line = _shortened(LONG, limit)
+    from gradlab.frontends.report.render import shortened
+    line = shortened(LONG, limit)
     assert line.endswith(end) and len(line) <= limit + 2, line
 
 

@@ -192,11 +192,13 @@ def diagnosis_key(message):
     line = line.split("; ")[0]                       # the finding, not the advice after it
     line = re.sub(r"\([^()]*\)", "(...)", line)      # what differs per student: indices, the kinds registered
     line = re.sub(r"[\w./-]+\.(py|ipynb):\d+", "FILE:LINE", line)
-    line = re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", line)
+    # numbers, not the digits of a name: 'w1', blocks.0.ln1 stay as they are
+    line = re.sub(r"(?<![\w.])-?\d+(\.\d+)?(e[-+]?\d+)?(?![\w])", "#", line)
     return line[:240]
 
 
 def summary_context(graded, records, rubric, seed, version):
+    from gradlab.frontends.report.render import shortened      # (one way to cut a line: the report's)
     maxima = rubric.max_score()
     scores = sorted(r["score"] for r in graded.values())
     bins = 10
@@ -212,7 +214,7 @@ def summary_context(graded, records, rubric, seed, version):
         passed = sum(1 for r in graded.values() for t in r["tests"] if t["name"] == name and t["status"] == "passed")
         rates.append({"name": name, "passed": passed, "rate": round(100 * passed / len(graded))})
     # one diagnosis = one (kind, blurred message): the students who share it, and the checks it failed
-    students, checks = defaultdict(set), defaultdict(set)
+    students, checks, example = defaultdict(set), defaultdict(set), {}
     for student, result in sorted(records.items()):
         for kind in rubric.kinds:
             for r in result["kinds"][kind]["checks"]:
@@ -220,12 +222,16 @@ def summary_context(graded, records, rubric, seed, version):
                     key = (kind, diagnosis_key(r["message"]))
                     students[key].add(student)
                     checks[key].add(r["name"])
+                    example.setdefault(key, r["message"])
     diagnoses = []
     for (kind, text), who in students.items():
         names = [c for c in rubric.kinds[kind] if c in checks[(kind, text)]]
         test = (f"{kind} (all {len(names)} checks)" if len(names) == len(rubric.kinds[kind]) and len(names) > 1
                 else ", ".join(f"{kind}::{c}" for c in names))
-        diagnoses.append({"test": test, "text": text, "count": len(who), "students": sorted(who)})
+        # shown: one student's own first line, cut at a clause (the key groups them, and keeps only the finding:
+        # the cause, "the transpose of the right one", comes after it)
+        shown = shortened(example[(kind, text)].split("\n")[0], 300)
+        diagnoses.append({"test": test, "text": shown, "count": len(who), "students": sorted(who)})
     diagnoses.sort(key=lambda d: (-d["count"], d["test"], d["text"]))
     diagnoses = diagnoses[:25]
     mean = sum(scores) / len(scores) if scores else 0.0

@@ -93,7 +93,7 @@ def _kind_context(index, result, student=None):
             "seconds": record.seconds,
             # the first line, without the "kind: " the card's name already says
             "headline": _headline(result.kind, record.message),
-            "verdict": _shortened(_headline(result.kind, record.message)),
+            "verdict": shortened(_headline(result.kind, record.message)),
         })
     statuses = {c["status"] for c in checks}
     return {"kind": result.kind, "impl": result.impl, "seed": result.seed, "anchor": anchor,
@@ -124,7 +124,7 @@ def _headline(kind, message):
     return first[len(kind) + 2:] if first.startswith(f"{kind}: ") else first
 
 
-def _shortened(line, limit=VERDICT_CHARS):
+def shortened(line, limit=VERDICT_CHARS):
     """`line` cut to at most `limit` characters where a reader can stop: after a sentence or a clause
     ("; "), else after a comma or a colon, else between words, never inside parentheses when that can be
     helped (a cut inside "numerical -0.854301 (error ..." left half a number and an open parenthesis)."""
