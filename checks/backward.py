@@ -13,9 +13,8 @@ failure says which property broke, for which tensor, in plain words.
 """
 import numpy as np
 
-from gradlab.contract.errors import CheckFailure
+from gradlab.contract.errors import CheckFailure, StudentError
 from gradlab.contract.numbers import distinct
-from gradlab.contract.errors import StudentError
 from gradlab.contract.kinds import ANY_LENGTH, CAUSAL, DIFFERENTIABLE, core_shape
 from gradlab.execution.harness import reading_grads_ahead
 from gradlab.numerics.tolerance import BACKWARD_LINEAR_MAX as LINEAR_MAX, BACKWARD_LINEAR_ULPS as LINEAR_ULPS

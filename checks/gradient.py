@@ -172,7 +172,8 @@ class ModuleSetup:
         half = [a for a in inputs if isinstance(a, np.ndarray) and a.dtype == np.float16]
         if not half or own_eps >= EPS["float16"]:
             return []
-        wide = self.subject.forward(self.module, *copies(_in_float64(inputs, range(len(inputs)))))
+        positions = [k for k, a in enumerate(inputs) if isinstance(a, np.ndarray) and a.dtype == np.float16]
+        wide = self.subject.forward(self.module, *copies(_in_float64(inputs, positions)))
         self.calls += 1
         scale = max(float(np.abs(wide).max()), 1e-30)
         return half if float(np.abs(wide - out.astype(np.float64)).max()) > 8 * EPS["float32"] * scale else []

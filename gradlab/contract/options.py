@@ -39,10 +39,9 @@ def check_limit(flag, value):
     NumPy can start under. Returns the value the Limits take (0 for none); a bad one is refused."""
     what = f"{flag} {shown(value)}"
     if flag.endswith("-max-memory"):
+        if value is not None and 0 < value < MEMORY_MIN_MB:
+            raise refuse(what, "is less than NumPy alone needs", f"give at least {MEMORY_MIN_MB} (MB), or 0 for no limit")
         if value is None or not (value == 0 or value >= MEMORY_MIN_MB):
-            low = value is not None and 0 < value < MEMORY_MIN_MB
-            if low:
-                raise refuse(what, "is less than NumPy alone needs", f"give at least {MEMORY_MIN_MB} (MB), or 0 for no limit")
             raise refuse(what, f"must be 0 (no limit) or at least {MEMORY_MIN_MB} (MB: NumPy alone needs about "
                          "0.25 GB)", f"e.g. {flag} 4096")
     elif value is None or not value >= 0:

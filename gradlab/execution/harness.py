@@ -40,6 +40,12 @@ def _on_alarm(signum, frame):
         raise _Timeout()
 
 
+def ignore_signal(signum, frame):
+    """A handler that does nothing, for a signal that comes while gradlab stops for an earlier one (the command
+    line, a lane). Not SIG_IGN: a signal already pending when SIG_IGN is set makes Python print "OSError: Signal
+    15 ignored due to race condition" with a traceback, as `timeout`'s second SIGTERM did."""
+
+
 def install_alarm_handler():
     """Put gradlab's SIGALRM handler in place (it does nothing unless a guarded
     call is running). Called at the start of every run; installing it around

@@ -329,14 +329,8 @@ def _interrupted_once(signum, frame):
     twice: from the terminal, and from the coordinator's _stop; `timeout`'s SIGTERM goes to the whole group,
     and the coordinator's SIGINT follows.)"""
     for sig in STOPPING:
-        # (a handler that does nothing, not SIG_IGN: a signal already pending when SIG_IGN is set makes Python
-        # print "OSError: Signal 15 ignored due to race condition" with a traceback, as timeout's second SIGTERM did)
-        signal.signal(sig, _ignore)
+        signal.signal(sig, harness.ignore_signal)
     raise KeyboardInterrupt
-
-
-def _ignore(signum, frame):
-    """A later SIGINT, SIGTERM or SIGHUP while the lane stops."""
 
 
 class _Tokens:

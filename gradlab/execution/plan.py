@@ -153,7 +153,7 @@ class Plan:
                 # (every kind in float16: the kinds float16 checks; a function or optimizer kind asked by name is
                 # skipped with the reason, and judges nothing)
                 self.kind_list = [k for k in KINDS if (k in self.loaded.registrations or k in self.refused)
-                                  and (self._dtype() != "float16" or KINDS[k].in_float16)]
+                                  and (self.config(k).dtype != "float16" or KINDS[k].in_float16)]
                 known = [k for k in KINDS if k in self.loaded.registrations]
                 if not self.kind_list and known:
                     raise UsageError(f"--dtype float16 checks module kinds (and mixed_precision); {self.loaded.name} "
@@ -192,9 +192,6 @@ class Plan:
         kinds = ", ".join(self.kind_list) if len(self.kind_list) <= 4 else f"any of the {len(self.kind_list)} kinds"
         raise UsageError(f"--checks {names}: {'does' if len(self.wanted) == 1 else 'do'} not apply to {kinds}, so "
                          f"nothing would be judged ({where}); see `gradlab list`")
-
-    def _dtype(self):
-        return str(self.overrides.get("dtype", "float64"))
 
     def _check_kinds(self, kinds):
         """The options that depend on the kind: eps in float16 (where float16 checks the kind), and the sizes

@@ -193,8 +193,9 @@ class Subject:
         self.seen.forward = True
         # each call's numbers, kept: a module that writes its output into a buffer of its own and returns it
         # (np.copyto(self.buf, y); return self.buf) changed every earlier output gradlab held, and a correct one
-        # failed batch_independence ("samples must not interact") and, through a worker, the gradient check
-        return checked.copy() if checked is out else checked
+        # failed batch_independence ("samples must not interact"). Through a worker the reply is a new array
+        # already (the worker copies what a batch's calls return: worker._own_buffers)
+        return checked.copy() if checked is out and not self.remote else checked
 
     def output_shape(self):
         """The kind's output shape for cfg (a tuple), worked out once per cfg."""
