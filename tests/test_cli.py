@@ -491,14 +491,15 @@ def test_a_bad_limit_says_the_rule_it_breaks(capsys, argv, words):
 
 
 def test_inf_is_no_limit_for_every_limit_as_for_timeout(capsys):
-    # --timeout inf was no limit, --wall-time inf was refused as "must be a number >= 0"
+    # --timeout inf was no limit, --wall-time inf was refused as "must be a number >= 0", and
+    # --max-memory inf by argparse ("invalid int value")
     from gradlab.frontends import cli
     args = cli.build_parser().parse_args(["check", "softmax", "--timeout", "inf", "--wall-time", "inf",
-                                          "--max-output", "inf"])
+                                          "--max-output", "inf", "--max-memory", "inf"])
     limits = cli.run_limits(args)
-    assert (limits.wall, limits.output_mb) == (0, 0)
+    assert (limits.wall, limits.output_mb, limits.memory_mb) == (0, 0, 0)
     code, out, err = run_main(capsys, "check", "softmax", "--checks", "smoke", "--seed", "0", "--isolate",
-                              "--timeout", "inf", "--wall-time", "inf", "--max-output", "inf")
+                              "--timeout", "inf", "--wall-time", "inf", "--max-output", "inf", "--max-memory", "inf")
     assert code == 0, out + err
 
 

@@ -90,7 +90,7 @@ def build_parser():
     c.add_argument("--wall-time", type=float, default=limits.DEFAULT_WALL, metavar="SECONDS",
                    help=f"limit for the whole run of your code, every check (default {limits.DEFAULT_WALL:g}; "
                         "0: none)")
-    c.add_argument("--max-memory", type=int, default=limits.DEFAULT_MEMORY_MB, metavar="MB",
+    c.add_argument("--max-memory", type=float, default=limits.DEFAULT_MEMORY_MB, metavar="MB",
                    help=f"address space of the worker process (default {limits.DEFAULT_MEMORY_MB}; 0: none)")
     c.add_argument("--max-output", type=float, default=limits.DEFAULT_OUTPUT_MB, metavar="MB",
                    help=f"what your code may print (default {limits.DEFAULT_OUTPUT_MB:g}; 0: none)")

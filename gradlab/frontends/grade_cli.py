@@ -36,7 +36,7 @@ def add_parsers(sub):
                    help=f"wall time for one whole submission (default {DEFAULT_WALL:g})")
     g.add_argument("--call-timeout", type=float, metavar="SECONDS",
                    help="time for one call into a student's code, a forward or a backward (default 20)")
-    g.add_argument("--max-memory", type=int, metavar="MB",
+    g.add_argument("--max-memory", type=float, metavar="MB",
                    help="address space of a student's worker process (default 4096; 0: none)")
     g.add_argument("--max-output", type=float, metavar="MB",
                    help="what a student's code may print (default 16; 0: none)")

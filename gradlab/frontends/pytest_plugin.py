@@ -53,7 +53,7 @@ def pytest_addoption(parser):
     group.addoption("--gradlab-wall-time", type=float, metavar="SECONDS",
                     help=f"limit for all the calls into one file's code, per pytest process (default "
                          f"{limits.DEFAULT_WALL:g}; 0: none)")
-    group.addoption("--gradlab-max-memory", type=int, metavar="MB",
+    group.addoption("--gradlab-max-memory", type=float, metavar="MB",
                     help=f"address space of the process running a file's code (default {limits.DEFAULT_MEMORY_MB};"
                          " 0: none)")
     group.addoption("--gradlab-max-output", type=float, metavar="MB",

@@ -45,7 +45,7 @@ def add_isolation_options(t):
                             "gradlab)")
     t.add_argument("--wall-time", type=float, default=limits.DEFAULT_WALL, metavar="SECONDS",
                    help=f"limit for the whole run of your code (default {limits.DEFAULT_WALL:g}; 0: none)")
-    t.add_argument("--max-memory", type=int, default=limits.DEFAULT_MEMORY_MB, metavar="MB",
+    t.add_argument("--max-memory", type=float, default=limits.DEFAULT_MEMORY_MB, metavar="MB",
                    help=f"address space of the worker process (default {limits.DEFAULT_MEMORY_MB}; 0: none)")
     t.add_argument("--max-output", type=float, default=limits.DEFAULT_OUTPUT_MB, metavar="MB",
                    help=f"what your code may print (default {limits.DEFAULT_OUTPUT_MB:g}; 0: none)")
