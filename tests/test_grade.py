@@ -409,7 +409,7 @@ def test_the_readme_rubric_is_a_valid_rubric(tmp_path):
 
 def test_notebook_rule_keeps_definitions_and_skips_the_rest():
     from gradlab.grading.notebook import to_source
-    source, notes = to_source(notebook(
+    source, notes, origins = to_source(notebook(
         "import numpy as np\nimport gradlab\nD = 64\nrng = np.random.default_rng(0)\n"
         "model = Model(D)\nplt.plot([1, 2])\n"
         "@gradlab.register('layernorm')\ndef build(cfg):\n    return None\n"
@@ -422,8 +422,32 @@ def test_notebook_rule_keeps_definitions_and_skips_the_rest():
         assert gone not in source, gone
     assert any("cell 2 line 5: skipped `model = Model(D)`" in n for n in notes)
     assert any("cell 2 line 6: skipped `plt.plot([1, 2])`" in n for n in notes)
+    assert len(origins) == source.count("\n")
+    assert origins[[ln.strip() for ln in source.splitlines()].index("D = 64")] == (2, 3)   # guarded: try: D = 64
     with pytest.raises(ValueError, match="not a readable notebook"):
         to_source(b'{"cells": [', "broken.ipynb")
+
+
+def test_an_error_in_a_notebook_is_said_at_its_cell_and_line(tmp_path):
+    # it said "at nia_ipynb.py:29": gradlab's generated file, whose lines the student has never seen (a
+    # guarded statement adds lines to it)
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("print('setup')\nimport numpy as np"),
+                nbformat.v4.new_markdown_cell("## LayerNorm"),
+                nbformat.v4.new_code_cell(MODULES.replace("def backward(self, dy):",
+                                                          "def backward(self, dy):\n        raise ValueError('oops')", 1))]
+    assert "raise ValueError('oops')" in nb.cells[2].source
+    line = nb.cells[2].source.splitlines().index("        raise ValueError('oops')") + 1
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "nia.ipynb").write_text(nbformat.writes(nb))
+    results = grade_class(str(tmp_path / "class"), str(tmp_path / "out"), kinds="layernorm", seed=SEED,
+                          workers=1, limits=Limits(wall=TIMEOUT), stream=open(os.devnull, "w"))
+    smoke = failing(results["nia"], "layernorm")["smoke"]
+    assert f"backward raised ValueError at nia.ipynb cell 2 line {line}: oops" in smoke, smoke
+    record = json.loads((tmp_path / "out" / "nia" / "gradlab.json").read_text())
+    text = json.dumps(record)
+    assert "_ipynb" not in text and f'nia.ipynb\\", cell 2 line {line}, in backward' in text
 
 
 def test_a_kept_notebook_line_that_fails_is_skipped_and_the_rest_graded(tmp_path):
@@ -451,6 +475,7 @@ def test_kept_statements_are_guarded_and_definitions_left_as_they_are():
     from gradlab.grading.notebook import _cell
     kept, skipped = _cell('from __future__ import annotations\nimport numpy as np\nD = 64; E = np.zeros(3)\n'
                           'S = """a\nb"""\ndef f(x):\n    return x\n', "n.ipynb: cell 1")
+    kept = "\n".join(kept)
     assert kept.count("try:") == 1 and "try:\n    import numpy as np\nexcept Exception" in kept
     assert "\nD = 64; E = np.zeros(3)\nS = \"\"\"a\nb\"\"\"\ndef f(x):" in kept and not skipped
     namespace = {"__file__": "/nonexistent/n_ipynb.py"}

@@ -89,7 +89,7 @@ def grade_submission(entry, kinds, rubric, seed, limits=Limits(), *, workdir=Non
     opened = []
     try:
         folder = os.path.join(root, entry.student)
-        files, named, notes, broken = _materialise(entry, folder)
+        files, named, notes, broken, notebooks = _materialise(entry, folder)
         result = StudentResult(entry.student, entry.digest(), sorted(entry.files), notes=notes)
         result.notes += [f"{path}: not graded, {why}" for path, why in entry.skipped]
         if not entry.files:
@@ -102,8 +102,8 @@ def grade_submission(entry, kinds, rubric, seed, limits=Limits(), *, workdir=Non
         for kind in kinds:
             kind_result = _grade_kind(kind, found, broken, named, rubric, seed, limits, result.student, isolate,
                                       result.notes)
-            result.kinds[kind] = _relative(kind_result.to_dict(), root)
-        result.notes = [_relative(n, root) for n in result.notes]
+            result.kinds[kind] = _as_submitted(kind_result.to_dict(), root, notebooks)
+        result.notes = _as_submitted(result.notes, root, notebooks)
         result.seconds = time.perf_counter() - start
         return result
     finally:
@@ -116,26 +116,28 @@ def grade_submission(entry, kinds, rubric, seed, limits=Limits(), *, workdir=Non
 def _materialise(entry, folder):
     """Write the entry's files; notebooks become <stem>_ipynb.py. Returns
     ({path on disk: name shown}, {name: kinds its source registers by a literal},
-    notes, {name shown: reason it cannot be imported})."""
+    notes, {name shown: reason it cannot be imported}, [(generated file's name, notebook's name,
+    origins of its lines)])."""
     from gradlab.grading.notebook import to_source
-    files, named, notes, broken = {}, {}, [], {}
+    files, named, notes, broken, notebooks = {}, {}, [], {}, []
     for name, raw in sorted(entry.files.items()):
         path = os.path.join(folder, *name.split("/"))
         os.makedirs(os.path.dirname(path), exist_ok=True)
         if name.endswith(".ipynb"):
             try:
-                source, skipped = to_source(raw, name)
+                source, skipped, origins = to_source(raw, name)
             except ValueError as e:
                 broken[name] = str(e)
                 continue
             notes.extend(skipped)
             path = path[:-len(".ipynb")] + "_ipynb.py"
+            notebooks.append((os.path.basename(path), os.path.basename(name), origins))
             raw = source.encode()
         named[name] = set(REGISTER_LITERAL.findall(raw.decode("utf-8", "replace")))
         with open(path, "wb") as fh:
             fh.write(raw)
         files[path] = name
-    return files, named, notes, broken
+    return files, named, notes, broken, notebooks
 
 
 def _discover(files, broken, notes, limits, deadline, isolate, opened):
@@ -239,13 +241,18 @@ def failed_kind(kind, student, seed, checks, reason):
     return result
 
 
-def _relative(value, root):
-    """Scratch paths -> paths within the submission, in every string of a result."""
-    prefix = root.rstrip("/") + "/"
+def _as_submitted(value, root, notebooks=()):
+    """Every string of a result as the student knows their files: scratch paths -> paths within the
+    submission, and a notebook's generated file and its lines -> the notebook's cells and lines."""
+    from gradlab.grading.notebook import relocate
     if isinstance(value, str):
-        return value.replace(prefix, "")
+        value = value.replace(root.rstrip("/") + "/", "")
+        for generated, shown, origins in notebooks:
+            if generated in value:
+                value = relocate(value, generated, shown, origins)
+        return value
     if isinstance(value, dict):
-        return {k: _relative(v, root) for k, v in value.items()}
+        return {k: _as_submitted(v, root, notebooks) for k, v in value.items()}
     if isinstance(value, list):
-        return [_relative(v, root) for v in value]
+        return [_as_submitted(v, root, notebooks) for v in value]
     return value

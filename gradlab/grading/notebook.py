@@ -38,14 +38,16 @@ GUARD = ("except Exception as _gradlab_error:\n"
 
 
 def to_source(raw, name):
-    """(python source, [notes]) for the notebook bytes `raw` named `name`.
+    """(python source, [notes], origins) for the notebook bytes `raw` named `name`; origins[k] is the
+    (cell, line) that line k + 1 of the source comes from (None for the cells' headings), so a location in
+    the source can be said as the student sees it (relocate()).
     Raises ValueError with one line when it is not a readable notebook."""
     import nbformat
     try:
         nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
     except Exception as e:   # nbformat raises several types for a broken file
         raise ValueError(f"{name} is not a readable notebook ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
-    chunks, notes = [], []
+    lines, origins, notes = [], [], []
     number = 0
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -54,22 +56,44 @@ def to_source(raw, name):
         kept, skipped = _cell(cell.source, f"{name}: cell {number}")
         for line, what in skipped:
             notes.append(f"{name}: cell {number}" + (f" line {line}" if line else "") + f": {what}")
-        if kept:
-            chunks.append(f"# ---- {name}, code cell {number} ----\n{kept}\n")
-    return "".join(chunks), notes
+        if not "".join(kept).strip():
+            continue
+        lines.append(f"# ---- {name}, code cell {number} ----")
+        origins.append(None)
+        for k, text in enumerate(kept, 1):       # a guarded statement's line holds its try/except lines too
+            for part in text.split("\n"):
+                lines.append(part)
+                origins.append((number, k))
+    return "".join(ln + "\n" for ln in lines), notes, origins
+
+
+def relocate(text, generated, shown, origins):
+    """`text` with the generated file's name `generated` said as the notebook's `shown`, and its lines as the
+    notebook's cells and lines: "at nb_ipynb.py:29" -> "at nb.ipynb cell 3 line 13" (a traceback's
+    `"nb_ipynb.py", line 29` likewise). The generated file's numbers mean nothing to the student."""
+    import re
+
+    def said(match):
+        number = match.group(1) or match.group(2)
+        origin = origins[int(number) - 1] if number and 0 < int(number) <= len(origins) else None
+        if origin is None:
+            return shown + (f":{number}" if match.group(1) else f'", line {number}' if number else "")
+        where = f"cell {origin[0]} line {origin[1]}"
+        return f"{shown} {where}" if match.group(1) else f'{shown}", {where}'
+    return re.sub(r"(?<![\w-])" + re.escape(generated) + r'(?::(\d+)|", line (\d+))?', said, text)
 
 
 def _cell(source, where):
     lines = source.splitlines()
     if lines and lines[0].lstrip().startswith("%%"):
-        return "", [(None, f"skipped (cell magic {lines[0].split()[0]})" + _registers(source, "remove that line"))]
+        return [], [(None, f"skipped (cell magic {lines[0].split()[0]})" + _registers(source, "remove that line"))]
     # magics and shell lines become blank lines, so line numbers still match the cell
     clean = ["" if ln.lstrip().startswith(("%", "!")) else ln for ln in lines]
     text = "\n".join(clean)
     try:
         tree = ast.parse(text)
     except SyntaxError as e:
-        return "", [(e.lineno, f"skipped (not valid Python: {e.msg})" + _registers(source, "fix that cell"))]
+        return [], [(e.lineno, f"skipped (not valid Python: {e.msg})" + _registers(source, "fix that cell"))]
     kept, skipped = list(clean), []
     for stmt in tree.body:
         first = clean[stmt.lineno - 1].strip()
@@ -80,8 +104,7 @@ def _cell(source, where):
                 kept[i] = ""     # blank, so the lines kept keep their numbers within the cell
         elif _guardable(stmt, tree.body):
             _guard(kept, stmt, f"{where} line {stmt.lineno}: skipped `{first[:60]}`")
-    text = "\n".join(kept)
-    return (text if text.strip() else ""), skipped
+    return kept, skipped
 
 
 def _registers(source, fix):
