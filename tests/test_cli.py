@@ -562,3 +562,13 @@ def test_counts_agree_with_their_nouns():
     messages = {c.name: c.message for c in result.checks}
     assert messages["input_mutation"].startswith("1 input array unchanged")
     assert messages["determinism"].startswith("1 tensor identical")
+
+
+@pytest.mark.parametrize("isolate", ["--isolate", "--in-process"])
+def test_a_notebook_given_to_check_is_told_how_to_check_it(tmp_path, capsys, isolate):
+    # it said "is not a Python file gradlab can import; give it a .py name"
+    notebook = tmp_path / "lab.ipynb"
+    notebook.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    code, out, err = run_main(capsys, "check", "layernorm", "--impl", str(notebook), isolate)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "lab.ipynb is a notebook" in err and "gradlab.check(KIND, impl=build)" in err and "nbconvert" in err

@@ -403,6 +403,10 @@ def _load_file(path):
     digest = hashlib.sha1(os.fsencode(full)).hexdigest()[:10]    # a name's bytes: not all are UTF-8
     mod_name = f"gradlab_impl_{os.path.splitext(os.path.basename(full))[0]}_{digest}"
     spec = importlib.util.spec_from_file_location(mod_name, full)
+    if spec is None and full.lower().endswith(".ipynb"):
+        raise UsageError(f"{path} is a notebook, and gradlab check imports .py files: in the notebook, run "
+                         "gradlab.check(KIND, impl=build) on its registered factory or function, or export it "
+                         f"(jupyter nbconvert --to script {path}); gradlab grade reads notebooks as they are")
     if spec is None:
         raise UsageError(f"{path} is not a Python file gradlab can import; give it a .py name")
     module = importlib.util.module_from_spec(spec)
