@@ -254,11 +254,13 @@ def _param_rows(subject, module, slots, rows, notes):
     wanted = ", ".join(f"{n} {expected[n]}" for n in missing)
     if not unmatched:
         # every parameter of the student's module has a reference name, yet some reference ones are absent
-        shared = [part for part in subject.explain_slots(module).split("; ") if " is the same object as " in part]
+        # why: an array shared under two names, or arrays whose gradient is under no name gradlab knows
+        why = [part for part in subject.explain_slots(module).split("; ")
+               if " is the same object as " in part or " have no gradient attribute " in part]
         for name in missing:
             rows.add(f"parameter {name!r}", expected[name], "not found",
                      f"CONTRACT §3 lists {name!r} for {kind.name}; gradlab found only "
-                     f"{', '.join(s.name for s in slots) or 'no parameters'}" + (f"; {shared[0]}" if shared else ""))
+                     f"{', '.join(s.name for s in slots) or 'no parameters'}" + "".join(f"; {w}" for w in why))
         return
     theirs = ", ".join(f"{s.name} {tuple(s.value.shape)}" for s in unmatched)
     notes.append(f"expected parameters not found by name: {wanted}; yours without a reference name: {theirs}; "

@@ -102,6 +102,10 @@ def test_renamed_params_with_param_map_dict_pass(run, zoo, dtype):
     # (its ids stop below the vocabulary's last: caught whatever the batch would have drawn)
     ("embedding", "shapes_bad_embedding_bincount_no_minlength.py",
      ["gradient of 'weight'", "a row per id up to the largest in this batch", "np.bincount(ids, minlength=11)"]),
+    # an array whose gradient is under a name gradlab does not know: said with the names looked for
+    ("layernorm", "shapes_bad_layernorm_beta_grad_unknown_name.py",
+     ["'beta' is not found", "array attributes beta (12,) have no gradient attribute after backward",
+      "looked for dbeta, grad_beta, beta_grad"]),
     # a param_map function: no name is missing, the count of numbers shows what discovery could not find
     ("attention", "shapes_bad_attention_hidden_head_grads.py",
      ["the parameters found (all together) is 156 numbers, expected 624 numbers", "W_o, b_o",

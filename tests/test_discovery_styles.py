@@ -174,7 +174,8 @@ def test_slots_and_a_slots_child_are_walked():
     assert list(discover(Parent())) == ["inner.w"]
 
 
-@pytest.mark.parametrize("names", [("W", "gradW"), ("b", "gradB"), ("gamma", "_dgamma")])
+@pytest.mark.parametrize("names", [("W", "gradW"), ("b", "gradB"), ("gamma", "_dgamma"),
+                                   ("weights", "d_weights"), ("weights", "weights_gradient")])
 def test_more_gradient_spellings(names):
     attr, grad = names
 
@@ -473,3 +474,42 @@ def test_a_names_list_on_the_class_names_the_params_list():
             return x @ self.params[0] + self.params[1]
 
     assert [s.name for s in find_slots(Affine())] == ["W", "b"]
+
+
+D_UNDERSCORE_LINEAR = """
+import numpy as np
+import gradlab
+
+
+class LayerDense:                       # the nnfs-style dense layer: d_weights, d_biases, d_inputs
+    def __init__(self, n_inputs, n_neurons, rng):
+        self.weights = 0.1 * rng.standard_normal((n_inputs, n_neurons))
+        self.biases = np.zeros((1, n_neurons))
+
+    def forward(self, inputs):
+        self.inputs = inputs
+        return inputs @ self.weights + self.biases
+
+    def backward(self, d_values):
+        flat_in = self.inputs.reshape(-1, self.inputs.shape[-1])
+        flat_d = d_values.reshape(-1, d_values.shape[-1])
+        self.d_weights = flat_in.T @ flat_d
+        self.d_biases = flat_d.sum(axis=0, keepdims=True)
+        self.d_inputs = d_values @ self.weights.T
+        return self.d_inputs
+
+
+@gradlab.register("linear")
+def build(cfg):
+    return LayerDense(cfg.d_model, cfg.d_model, np.random.default_rng(cfg.seed))
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_d_underscore_gradients_of_the_nnfs_style_pass(tmp_path, dtype):
+    # d_weights / d_biases were not gradients: smoke found no parameter at all (and an LM holding its
+    # token_embedding with d_token_embedding lost its embedding: shapes said it was "not found")
+    path = tmp_path / "nnfs_linear.py"
+    path.write_text(D_UNDERSCORE_LINEAR)
+    result = gradlab.check("linear", impl=str(path), seed=3, dtype=dtype)
+    assert result.passed, [c.message for c in result.checks if not c.ok]

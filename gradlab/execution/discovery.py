@@ -7,7 +7,7 @@ In this order, the first that applies to an object:
    or trees of them, the gradient at the same place of the grads tree (picoGPT);
 2. `obj.parameters()` returning a dict, gradients in `obj.grads` or `obj.gradients()`;
 3. attributes: an array `w` with its gradient in `dw`, `grad_w`, `w_grad`,
-   `_dw` or `gradW` (or in a `grads` dict under the name `w`), or a
+   `_dw`, `gradW`, `d_w` or `w_gradient` (or in a `grads` dict under the name `w`), or a
    Parameter-like object (an array in `.data` or `.value`, its gradient in
    `.grad` or `.gradient`), alone or in a list or dict, or an ndarray subclass
    carrying its own `.grad` / `.gradient`, or a list (dict) of arrays with its
@@ -27,7 +27,8 @@ import numpy as np
 
 from gradlab.contract.errors import StudentError
 
-GRAD_PATTERNS = ("d{}", "grad_{}", "{}_grad", "_d{}", "grad{}")   # gradW, gradB: matched ignoring case
+# gradW, gradB: matched ignoring case; d_weights (nnfs-style layers), weights_gradient: both common in public code
+GRAD_PATTERNS = ("d{}", "grad_{}", "{}_grad", "_d{}", "grad{}", "d_{}", "{}_gradient")
 GRAD_FIELDS = ("grad", "gradient")           # where a Parameter-like object keeps its gradient
 NAME_LISTS = ("names", "param_names")        # names for a params list, by position
 VALUE_FIELDS = ("data", "value")             # where a Parameter-like object keeps its array
@@ -378,7 +379,7 @@ def _child(container, key):
 
 def _gradient_key(grads, key):
     """The one key of `grads` naming `key`'s gradient as attribute pairs do (GRAD_PATTERNS: dW, grad_W, W_grad,
-    _dW, gradW; ignoring case when exact names find none), or None (none, or more than one)."""
+    _dW, gradW, d_W, W_gradient; ignoring case when exact names find none), or None (none, or more than one)."""
     if not isinstance(key, str):
         return None
     found = [p.format(key) for p in GRAD_PATTERNS if p.format(key) in grads]
