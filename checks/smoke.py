@@ -2,8 +2,8 @@
 When it fails the other checks are skipped, so their messages are not noise."""
 import numpy as np
 
-from gradlab.contract.errors import CheckFailure, StudentError
-from gradlab.contract.kinds import CHUNKED, INITIALIZER, LOSS, POSITION_TABLE, PROBABILITIES, TRAJECTORY
+from gradlab.contract.errors import CheckFailure, CheckSkipped, StudentError
+from gradlab.contract.kinds import CHUNKED, INITIALIZER, LAST_AXIS, LOSS, POSITION_TABLE, PROBABILITIES, TRAJECTORY
 from gradlab.execution.calls import Scheduler, call_chunked, call_init, call_table
 from gradlab.execution.subject import call_cross_entropy, call_scalar, call_softmax
 from gradlab.contract.suite import Outcome, check
@@ -21,6 +21,31 @@ def _expected(kind, expected):
     more = f" and {len(expected) - 4} more" if len(expected) > 4 else ""
     return (f"CONTRACT §3's {kind.name} ({kind.summary}) has {', '.join(shown)}{more}; a module of this kind holds "
             "them, and backward fills their gradients")
+
+
+def _flat_only(subject, rng):
+    """Whether a module that raised on gradlab's (B, T, D) input builds and runs forward and backward on a
+    2-D one (B*T, D): written for a batch of rows only (np.dot(self.inputs.T, dvalues))."""
+    cfg = subject.cfg
+    try:
+        module = subject.build()
+        x = rng.standard_normal((cfg.batch_size * cfg.seq_len, cfg.d_model)).astype(cfg.np_dtype)
+        out = subject.run("forward", module.forward, x)
+        if not isinstance(out, np.ndarray) or out.ndim != 2:
+            return False
+        subject.run("backward", module.backward, np.ones_like(out))
+    except (StudentError, CheckSkipped):
+        return False
+    return True
+
+
+def _flat_hint(kind, cfg):
+    B, T, D = cfg.batch_size, cfg.seq_len, cfg.d_model
+    return (f"it runs on a 2-D input ({B * T}, {D}), so it handles rows (N, D) only; gradlab calls a {kind.name} "
+            f"on (B, T, D) = ({B}, {T}, {D}), as CONTRACT §3 says (it acts on x[..., D]: in a Transformer every "
+            "position of every sample); flatten the leading axes where backward sums over samples: "
+            "x2 = x.reshape(-1, x.shape[-1]), g2 = g.reshape(-1, g.shape[-1]), dW = x2.T @ g2, db = g2.sum(0), "
+            "and return dx with x's shape")
 
 
 def _found(count):
@@ -49,7 +74,12 @@ def _passed(parameters):
 def smoke(subject, rng):
     kind, cfg = subject.kind, subject.cfg
     if kind.form == "module":
-        module, slots = subject.fresh(rng, randomize=False)
+        try:
+            module, slots = subject.fresh(rng, randomize=False)
+        except StudentError as e:
+            if kind.has(LAST_AXIS) and _flat_only(subject, rng):
+                e.args = (f"{e}; {_flat_hint(kind, subject.cfg)}",)
+            raise
         expected = kind.param_shapes(cfg)
         if expected and not slots:
             raise CheckFailure(f"{kind.name}: found no parameters{'' if subject.no_backward else ' with gradients'} "

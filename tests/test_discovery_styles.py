@@ -513,3 +513,23 @@ def test_d_underscore_gradients_of_the_nnfs_style_pass(tmp_path, dtype):
     path.write_text(D_UNDERSCORE_LINEAR)
     result = gradlab.check("linear", impl=str(path), seed=3, dtype=dtype)
     assert result.passed, [c.message for c in result.checks if not c.ok]
+
+
+ROWS_ONLY_LINEAR = D_UNDERSCORE_LINEAR.replace("""        flat_in = self.inputs.reshape(-1, self.inputs.shape[-1])
+        flat_d = d_values.reshape(-1, d_values.shape[-1])
+        self.d_weights = flat_in.T @ flat_d
+        self.d_biases = flat_d.sum(axis=0, keepdims=True)""", """        self.d_weights = np.dot(self.inputs.T, d_values)
+        self.d_biases = np.sum(d_values, axis=0, keepdims=True)""")
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+def test_a_linear_for_rows_only_is_told_to_flatten_the_leading_axes(tmp_path, isolate):
+    # the nnfs dense layer as published: np.dot(self.inputs.T, d_values) works on (N, D) only; smoke said
+    # numpy's "shapes (12,5,2) and (2,5,12) not aligned" and no more
+    assert ROWS_ONLY_LINEAR != D_UNDERSCORE_LINEAR
+    path = tmp_path / "rows_linear.py"
+    path.write_text(ROWS_ONLY_LINEAR)
+    smoke = gradlab.check("linear", impl=str(path), seed=3, checks=["smoke"], isolate=isolate).checks[0]
+    assert smoke.status == "error"
+    assert "not aligned" in smoke.message and "it runs on a 2-D input (10, 12), so it handles rows (N, D) only" \
+        in smoke.message and "x2 = x.reshape(-1, x.shape[-1])" in smoke.message

@@ -33,6 +33,7 @@ SEQ2SEQ = "seq2seq"                 # forward(src_ids, tgt_ids) -> logits: learn
 MIXED_PRECISION = "mixed_precision" # float16 <-> float32 conversion and a loss-scaling step
 ANY_LENGTH = "any_length"           # built for cfg.seq_len, takes any shorter T too (its table sliced [:T])
 TIED_HEAD = "tied_head"             # the output projection is the token embedding (logits = h @ wte.T): no head of its own
+LAST_AXIS = "last_axis"             # acts on x[..., D] over the last axis alone: any leading axes, (B, T, D) in a Transformer
 
 
 @dataclass(frozen=True)
@@ -313,9 +314,11 @@ _MODULE = frozenset({DIFFERENTIABLE, PER_SAMPLE})
 _OPTIMIZER_DEFAULTS = {"eps": 1e-8}
 
 KINDS = {spec.name: spec for spec in [
-    KindSpec("linear", "module", "x @ weight + bias over the last axis", _MODULE | {INPUT_GRAD}),
-    KindSpec("layernorm", "module", "LayerNorm over the last axis (gamma, beta, eps)", _MODULE | {INPUT_GRAD, SUBMODULE}),
-    KindSpec("ffn", "module", "position-wise x @ w1 + b1 -> GELU -> @ w2 + b2", _MODULE | {INPUT_GRAD, SUBMODULE}),
+    KindSpec("linear", "module", "x @ weight + bias over the last axis", _MODULE | {INPUT_GRAD, LAST_AXIS}),
+    KindSpec("layernorm", "module", "LayerNorm over the last axis (gamma, beta, eps)",
+             _MODULE | {INPUT_GRAD, SUBMODULE, LAST_AXIS}),
+    KindSpec("ffn", "module", "position-wise x @ w1 + b1 -> GELU -> @ w2 + b2",
+             _MODULE | {INPUT_GRAD, SUBMODULE, LAST_AXIS}),
     KindSpec("attention", "module", "causal multi-head self-attention, fused qkv, keeps attn_weights",
              _MODULE | {INPUT_GRAD, CAUSAL, ATTN_WEIGHTS, SUBMODULE}),
     KindSpec("embedding", "module", "token embedding lookup; gradients accumulate with np.add.at",
