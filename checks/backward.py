@@ -7,6 +7,8 @@ backward calls and no finite differences at all:
 3. linear: backward(a*g1 + b*g2) == a*backward(g1) + b*backward(g2);
 4. for a table indexed by position (a positional embedding, alone or in an
    LM): after a shorter sequence, its rows beyond T have no gradient.
+(A table indexed by token id whose rows outside the batch stay nonzero under 2 is
+named as such: rows of an earlier call, zeroed only where this batch touches.)
 
 Each is a cause the `gradient` check only shows as "wrong numbers"; here the
 failure says which property broke, for which tensor, in plain words.
@@ -108,8 +110,13 @@ def backward(subject, rng):
             row["zero"] = False
             k = int(np.argmax(np.abs(z)))
             index = tuple(int(i) for i in np.unravel_index(k, z.shape))
+            untouched = _untouched_rows(inputs, z)
             cause = ("it still holds the previous call's gradient: backward adds into the gradients (+=) instead "
                      "of setting them (=)" if _accumulates(second[name], z) else
+                     f"every nonzero row (row {index[0]} among them) is of an id this call's batch does not hold: those "
+                     "rows keep an earlier call's gradient, because backward sets only the rows this batch uses (dW[ids] = 0, "
+                     "then np.add.at) in an array kept between calls; set it whole on every backward: "
+                     "dW = np.zeros_like(W); np.add.at(dW, ids, grad_out)" if untouched else
                      "backward adds something that does not depend on grad_out (weight decay, a regulariser, "
                      "a constant?)")
             failures.append(("zero", name, None, (
@@ -178,6 +185,17 @@ def _stale_rows(subject, module, slots, rng, previous):
                 f"(dW = np.zeros_like(W); dW[:T] = grad_out.sum(axis=0)), not only dW[:T] in an array kept "
                 f"between calls"))
     return None
+
+
+def _untouched_rows(inputs, z):
+    """The nonzero rows of a table's gradient `z` (rows indexed by token id), when none of them is an id of the
+    call's integer inputs: stale rows, which no correct backward leaves (an empty list otherwise)."""
+    ids = [x.ravel() for x in inputs if isinstance(x, np.ndarray) and x.dtype.kind in "iu"]
+    if not ids or z.ndim != 2:
+        return []
+    used = np.unique(np.concatenate(ids))
+    rows = np.flatnonzero(np.any(z != 0, axis=1))
+    return [] if np.isin(rows, used).any() else [int(r) for r in rows]
 
 
 def _accumulates(previous, after_zero):

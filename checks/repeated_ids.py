@@ -130,6 +130,15 @@ def repeated_ids(subject, rng):
             f"row {int(elsewhere[0])} has a gradient though token id {int(elsewhere[0])} is not in the batch: the "
             "gradients add up to the upstream gradient's total, on the rows of other ids. Backward scatters by ids "
             "that are not this forward's (kept from an earlier call: set self.ids = ids on every forward)", metrics)
+    absent = [r for r in wrong if not np.any(ids == r)]
+    if absent and len(absent) == len(wrong):
+        # (only the exact sum checks every row: the rows of ids in the batch are right, the others not 0)
+        row = absent[0]
+        raise CheckFailure(
+            f"{kind.name}: gradient of {table.name!r} row {row} is nonzero though token id {row} is not in the batch, "
+            "while the rows of the ids in it are right: backward sets only the rows this batch uses (dW[ids] = 0, "
+            "then np.add.at) in a gradient kept between calls, so the other rows keep an earlier call's gradient; "
+            "set it whole on every backward: dW = np.zeros_like(W); np.add.at(dW, ids, g)", metrics)
     zero = [r for r in wrong if not got[r].any()]
     if zero:
         row = zero[0]

@@ -47,6 +47,10 @@ def test_correct_variants_pass(run, zoo, kind, name, dtype):
      ["backward(zeros)", "the gradient of 'weight'", "nonzero", "weight decay"]),
     ("linear", "backward_bad_linear_clip.py", "linear",
      ["not linear in grad_out", "clipping", "index"]),
+    # it said "backward adds something that does not depend on grad_out (weight decay, a regulariser ...)"
+    ("embedding", "backward_bad_embedding_zeroes_touched_rows_only.py", "zero",
+     ["backward(zeros)", "is of an id this call's batch does not hold", "dW[ids] = 0",
+      "dW = np.zeros_like(W); np.add.at(dW, ids, grad_out)"]),
 ])
 def test_broken_backward_names_the_property_and_tensor(run, zoo, kind, name, prop, words):
     record = backward_record(run, kind, zoo(name))
@@ -80,3 +84,12 @@ def test_a_backward_that_updates_the_weights_is_named_as_such(run, zoo):
     assert record.status == "fail", record.message
     assert "backward changed the parameter 'W' itself" in record.message
     assert "W -= lr * dW" in record.message and record.metrics["parameter"] == "W"
+
+
+def test_rows_kept_from_an_earlier_batch_are_named_by_repeated_ids(run, zoo):
+    # it said "also for ids that occur only once ... see the gradient check", which passes for this module
+    record = run("embedding", zoo("backward_bad_embedding_zeroes_touched_rows_only.py"), ["repeated_ids"])
+    record = record["repeated_ids"]
+    assert record.status == "fail"
+    assert "is not in the batch, while the rows of the ids in it are right" in record.message
+    assert "see the gradient check" not in record.message
