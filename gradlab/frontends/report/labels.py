@@ -122,7 +122,7 @@ HIDDEN = {"kink_resamples", "resolution", "module_calls", "replay_seed", "backwa
           "unconfirmed_joint_ratio", "applies"}
 # per check, keys whose meaning differs from the shared label
 BY_CHECK = {
-    "gradient": {"step": None, "max_error": "largest error (of the gradient's size)"},
+    "gradient": {"step": None, "max_error": "error along a random direction (of the gradient's size)"},
     "reference": {"max_error": "largest difference (of the output's scale)"},
     "trajectory": {"step": "first wrong step", "reference": "reference learning rate"},
     "init_stats": {"expected": "expected variance"},
