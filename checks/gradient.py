@@ -614,7 +614,7 @@ def loss_diagnosis(kind, grad, context):
         elif kind.has(SMOOTHING):
             why = _smoothed_loss_words(loss, c, logits, targets)
         else:
-            label = diagnosis.name_factor(c, context["cfg"])
+            label = diagnosis.name_factor(c, context["cfg"], kind)
             why = f"{c:.4g} x the reference" + (f", a factor of {label}" if label else "") + \
                   ": the loss must be the mean of -log p[target] over the targets (not ignored), averaged once"
         return (f"the returned grad_logits matches gradlab's reference; it is the loss that is off: {loss:.8g}, "
@@ -637,7 +637,7 @@ def loss_diagnosis(kind, grad, context):
         if abs(c - n) <= diagnosis.MATCH * n:
             return (f"the loss is right, but grad_logits is {n} x the reference's: divide (softmax - one_hot) by "
                     f"the number of targets ({n}), as the mean loss does")
-        label = diagnosis.name_factor(c, context["cfg"])
+        label = diagnosis.name_factor(c, context["cfg"], kind)
         return (f"the loss is right, but grad_logits is {c:.4g} x the reference's" +
                 (f" (a factor of {label})" if label else "") + ": the gradient of the mean is (softmax - one_hot) / N")
     return None

@@ -248,7 +248,7 @@ def _explain(kind, cfg, ref, x, got, want, atol):
                          atol, float(np.abs(got - want).max()))
     if hint:
         return hint
-    hint = factor_pattern(got, want, cfg, what="your output")
+    hint = factor_pattern(got, want, cfg, what="your output", kind=kind)
     if hint:
         return hint
     names = [spec.name for spec in kind.input_specs()]
@@ -473,7 +473,7 @@ def _softmax(subject, rng):
         ("your softmax returns log-probabilities (log_softmax)", lambda: np.log(_sm(x64, -1))),
     ]
     hint = _best_variant(got, variants, row["allowed"], float(np.abs(got - want).max())) \
-        or factor_pattern(got, want, cfg, what="your softmax") or ""
+        or factor_pattern(got, want, cfg, what="your softmax", kind=subject.kind) or ""
     where = _where(row["worst"], ["batch", "time", "class"])
     tg, tr = distinct(row["got"], row["reference"])
     raise CheckFailure(f"softmax: output differs from the reference at {where}: got {tg}, reference "

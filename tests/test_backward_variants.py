@@ -31,6 +31,9 @@ BROKEN = [
     ("bwdvar_ffn_tanh_constant.py", "ffn", {}, ["as a constant", "t depends on h"]),
     ("bwdvar_ffn_gelu_second_term_doubled.py", "ffn", {}, ["drops the 0.5 of GELU's second term", "product rule"]),
     ("bwdvar_ffn_gelu_grad_relu_fwd.py", "ffn", {"activation": "relu"}, ["GELU's derivative", "(h > 0)"]),
+    # it said "a constant factor of 2 (or num_heads, B (batch size) ...)": an FFN has no heads
+    ("bwdvar_ffn_gelu_no_leading_half.py", "ffn", {}, ["drops the leading 0.5 of GELU's derivative",
+                                                       "w2 and b2 right"]),
     ("red_mod_block_no_residual_bwd.py", "block", {}, ["residual (skip) path of the attention sub-layer"]),
     ("bwdvar_block_no_ffn_residual.py", "block", {}, ["residual (skip) path of the FFN sub-layer"]),
     ("bwdvar_block_no_residuals.py", "block", {}, ["skip) paths of both sub-layers"]),

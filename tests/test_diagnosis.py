@@ -35,7 +35,7 @@ def test_transposed_square_matrix():
 @pytest.mark.parametrize("factor, words", [
     (1 / math.sqrt(CFG.d_k), ["1/sqrt(d_k)", "scale of the attention scores"]),
     (math.sqrt(CFG.d_k), ["sqrt(d_k)"]),
-    (1 / (B * T), ["1/B*T", "mean where a sum belongs"]),
+    (1 / (B * T), ["1/(B*T)", "mean where a sum belongs"]),
     (T, ["T (sequence length)"]),
     (2.0, ["factor of 2", "factor 2"]),
     (0.5, ["1/2"]),
@@ -53,6 +53,17 @@ def test_ambiguous_factor_names_every_candidate():
     # B == num_heads == 2 at the default sizes: say so instead of picking one
     assert name_factor(2.0, CFG).startswith("2 (or num_heads, B (batch size): equal at this size)")
     assert name_factor(1.2345, CFG) is None
+
+
+def test_a_factor_is_named_from_the_sizes_the_kind_has():
+    # an FFN's factor of 2 was "2 (or num_heads, ...)"; an FFN has no heads, and no vocabulary
+    assert name_factor(2.0, CFG, KINDS["ffn"]) == "2 (or B (batch size): equal at this size) = 2"
+    assert name_factor(CFG.vocab_size, CFG, KINDS["layernorm"]) is None
+    assert name_factor(CFG.vocab_size, CFG, KINDS["lm"]).startswith("vocab_size")
+    n = rng().standard_normal((D, 20))
+    words = say("ffn", "w1", 0.5 * n, n)
+    assert "num_heads" not in words and "1/2 (or 1/B: equal at this size)" in words
+    assert "a run with another batch_size, --set batch_size=3, tells them apart" in words
 
 
 def test_repeated_ids_overwrite():
@@ -141,7 +152,7 @@ def test_factor_pattern_on_outputs():
     assert "negative" in factor_pattern(-want, want, CFG)
     assert "same vector at every position" in factor_pattern(want + r.standard_normal(D), want, CFG)
     assert factor_pattern(want + 0.1 * r.standard_normal(want.shape), want, CFG) is None
-    assert "1/B*T" in factor_pattern(np.float64(1.5 / (B * T)), np.float64(1.5), CFG)
+    assert "1/(B*T)" in factor_pattern(np.float64(1.5 / (B * T)), np.float64(1.5), CFG)
 
 
 def test_position_pattern():

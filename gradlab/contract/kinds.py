@@ -34,6 +34,7 @@ MIXED_PRECISION = "mixed_precision" # float16 <-> float32 conversion and a loss-
 ANY_LENGTH = "any_length"           # built for cfg.seq_len, takes any shorter T too (its table sliced [:T])
 TIED_HEAD = "tied_head"             # the output projection is the token embedding (logits = h @ wte.T): no head of its own
 LAST_AXIS = "last_axis"             # acts on x[..., D] over the last axis alone: any leading axes, (B, T, D) in a Transformer
+HEADS = "heads"                     # attention inside: d_model split into num_heads heads of d_k (factors of them mean something)
 
 
 @dataclass(frozen=True)
@@ -320,15 +321,15 @@ KINDS = {spec.name: spec for spec in [
     KindSpec("ffn", "module", "position-wise x @ w1 + b1 -> GELU -> @ w2 + b2",
              _MODULE | {INPUT_GRAD, SUBMODULE, LAST_AXIS}),
     KindSpec("attention", "module", "causal multi-head self-attention, fused qkv, keeps attn_weights",
-             _MODULE | {INPUT_GRAD, CAUSAL, ATTN_WEIGHTS, SUBMODULE}),
+             _MODULE | {INPUT_GRAD, CAUSAL, ATTN_WEIGHTS, SUBMODULE, HEADS}),
     KindSpec("embedding", "module", "token embedding lookup; gradients accumulate with np.add.at",
              _MODULE | {TOKEN_IDS, SUBMODULE}),
     KindSpec("positional", "module", "learned positional embedding: x + weight[:T]",
              _MODULE | {INPUT_GRAD, SUBMODULE, ANY_LENGTH}),
     KindSpec("block", "module", "Pre-LN block: x + attn(ln1(x)), then x + ffn(ln2(x))",
-             _MODULE | {INPUT_GRAD, CAUSAL, SUBMODULE}),
+             _MODULE | {INPUT_GRAD, CAUSAL, SUBMODULE, HEADS}),
     KindSpec("lm", "module", "decoder-only LM with tied output projection: ids -> logits",
-             _MODULE | {TOKEN_IDS, CAUSAL, TIED_HEAD}),
+             _MODULE | {TOKEN_IDS, CAUSAL, TIED_HEAD, HEADS}),
     KindSpec("softmax", "function", "softmax(x, axis=-1), numerically stable", frozenset({PER_SAMPLE, PROBABILITIES})),
     KindSpec("cross_entropy", "function", "(logits, targets, ignore_index=None) -> (mean loss, grad_logits)",
              frozenset({DIFFERENTIABLE, LOSS})),
@@ -352,17 +353,17 @@ KINDS = {spec.name: spec for spec in [
     KindSpec("label_smoothing", "function", "(logits, targets, epsilon=0.1) -> (mean smoothed loss, grad_logits)",
              frozenset({DIFFERENTIABLE, LOSS, SMOOTHING})),
     KindSpec("chunked_attention", "function", "(Q, K, V, chunk_size, causal=False) -> out, by query chunks",
-             frozenset({CHUNKED})),
+             frozenset({CHUNKED, HEADS})),
     KindSpec("dropout", "module", "inverted dropout: forward(x, training) keeps its mask, scales by 1/(1-p)",
              _MODULE | {INPUT_GRAD, STOCHASTIC}, inputs=(_X, Input("training", lambda c: (), "flag", value=False))),
     KindSpec("encoder_layer", "module", "Post-LN encoder layer: LN(x + attn(x)), LN(h + relu-ffn(h)), no mask",
-             _MODULE | {INPUT_GRAD}),
+             _MODULE | {INPUT_GRAD, HEADS}),
     KindSpec("cross_attention", "module", "queries from x over encoder memory, key_padding_mask: (dx, dmemory)",
-             _MODULE | {INPUT_GRAD, KEY_PADDING}, inputs=(_X, _MEMORY, _KEY_PADDING_MASK)),
+             _MODULE | {INPUT_GRAD, KEY_PADDING, HEADS}, inputs=(_X, _MEMORY, _KEY_PADDING_MASK)),
     KindSpec("decoder_layer", "module", "Post-LN decoder layer: masked self-attn, cross-attn, relu FFN",
-             _MODULE | {INPUT_GRAD, CAUSAL, KEY_PADDING}, inputs=(_X, _MEMORY, _KEY_PADDING_MASK)),
+             _MODULE | {INPUT_GRAD, CAUSAL, KEY_PADDING, HEADS}, inputs=(_X, _MEMORY, _KEY_PADDING_MASK)),
     KindSpec("seq2seq", "module", "encoder-decoder: (src_ids, tgt_ids) -> logits; encoder, decoder stacks",
-             _MODULE | {CAUSAL, SEQ2SEQ},
+             _MODULE | {CAUSAL, SEQ2SEQ, HEADS},
              inputs=(Input("src_ids", lambda c: (c.batch_size, src_len(c)), "ids", causal=False),
                      Input("tgt_ids", lambda c: (c.batch_size, c.seq_len), "ids"))),
     KindSpec("mixed_precision", "optimizer",

@@ -323,6 +323,9 @@ VARIANTS = {
         ("drops the 0.5 of GELU's second term: the derivative of 0.5 h (1 + t) is 0.5 (1 + t) + "
          "0.5 h (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 h^2), the product rule applied to the whole 0.5 h (1 + t)",
          _ffn(_second_term_doubled)),
+        ("drops the leading 0.5 of GELU's derivative (2x the derivative: w1, b1 and x are 2x the right ones, "
+         "w2 and b2 right): the derivative of 0.5 h (1 + t) is 0.5 (1 + t) + 0.5 h (1 - t^2) sqrt(2/pi) "
+         "(1 + 3 * 0.044715 h^2)", _ffn(lambda ref: 2 * _gelu_tanh_grad(ref.h))),
         ("uses GELU's derivative while forward computes ReLU (cfg.activation is 'relu'): the ReLU derivative "
          "is (h > 0)", _ffn(lambda ref: _gelu_tanh_grad(ref.h), activation="relu")),
     ],

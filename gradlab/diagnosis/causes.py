@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from gradlab.contract.kinds import CAUSAL, TOKEN_IDS
+from gradlab.contract.kinds import CAUSAL, HEADS, LOSS, TOKEN_IDS
 from gradlab.numerics.tolerance import PATTERN_MATCH as MATCH   # the one table
 
 
@@ -230,7 +230,7 @@ def _constant_factor(kind, name, a, n, context, cfg, what):
     dropped = _eval_scaling(kind, c, cfg)
     if dropped:
         return f"{what} is {c:.4g} x the derivative of your forward everywhere, {dropped}"
-    label = name_factor(c, cfg)
+    label = name_factor(c, cfg, kind)
     if label:
         return f"{what} is {c:.4g} x the right one, a constant factor of {label}{_factor_advice(label)}"
     return (f"{what} is {c:.4g} x the right one everywhere: a constant factor is missing or extra in "
@@ -279,7 +279,13 @@ def _factor_advice(label):
             words = "a mean where a sum belongs, or the other way round (over batch and/or time)"
         if words and words not in advice:
             advice.append(words)
-    return ": " + "; or ".join(advice) if advice else ""
+    if not advice:
+        return ""
+    apart = ""
+    if rest and any(size in label for size in ("B (", "B*T", "1/B", "T (", "1/T")):
+        size = "batch_size" if "B" in label.split(" =")[0] else "seq_len"
+        apart = f" (a run with another {size}, --set {size}=3, tells them apart)"
+    return ": " + "; or ".join(advice) + apart
 
 
 _FACTOR_WORDS = {
@@ -288,19 +294,26 @@ _FACTOR_WORDS = {
 }
 
 
-def name_factor(c, cfg):
-    """'1/sqrt(d_k) = 0.408' style names for c from cfg's sizes, or None."""
+def name_factor(c, cfg, kind=None):
+    """'1/sqrt(d_k) = 0.408' style names for c from cfg's sizes, or None. With a kind, only the sizes it has:
+    heads and d_k where there is attention, vocab_size where there are token ids or logits (an FFN's factor of
+    2 is no "num_heads")."""
     candidates = [(-1.0, "-1")]
     if cfg is not None:
-        sizes = [("2", 2), ("sqrt(d_k)", math.sqrt(cfg.d_k)), ("d_k", cfg.d_k), ("sqrt(d_model)", math.sqrt(cfg.d_model)),
-                 ("d_model", cfg.d_model), ("num_heads", cfg.num_heads), ("B (batch size)", cfg.batch_size),
-                 ("T (sequence length)", cfg.seq_len), ("B*T (number of tokens)", cfg.batch_size * cfg.seq_len),
-                 ("vocab_size", cfg.vocab_size)]
+        heads = kind is None or kind.has(HEADS)
+        vocab = kind is None or kind.has(TOKEN_IDS) or kind.has(LOSS)
+        sizes = [("2", 2)] + ([("sqrt(d_k)", math.sqrt(cfg.d_k)), ("d_k", cfg.d_k)] if heads else []) + [
+                 ("sqrt(d_model)", math.sqrt(cfg.d_model)), ("d_model", cfg.d_model)] + (
+                 [("num_heads", cfg.num_heads)] if heads else []) + [
+                 ("B (batch size)", cfg.batch_size), ("T (sequence length)", cfg.seq_len),
+                 ("B*T (number of tokens)", cfg.batch_size * cfg.seq_len)] + (
+                 [("vocab_size", cfg.vocab_size)] if vocab else [])
     else:
         sizes = [("2", 2)]
     for label, v in sizes:
         if v != 1:
-            candidates += [(float(v), label), (1.0 / v, f"1/{label.split(' (')[0]}")]
+            short = label.split(' (')[0]
+            candidates += [(float(v), label), (1.0 / v, f"1/({short})" if "*" in short else f"1/{short}")]
     names = [label for v, label in candidates if abs(c - v) <= MATCH * abs(v)]
     if not names:
         return None
@@ -346,7 +359,7 @@ def _partial_factor(kind, name, a, n, context, cfg, what):
     if not wrong.any() or wrong.all():
         return None
     c = _fit_factor(a[wrong], n[wrong])
-    label = name_factor(c, cfg) if c is not None else None
+    label = name_factor(c, cfg, kind) if c is not None else None
     if not label:
         return None
     where = f"{int(wrong.sum())} of {a.size} entries"
@@ -428,7 +441,7 @@ def _slightly_off(kind, name, a, n, context, cfg, what):
 
 # ---- forward outputs (the `reference` check) -----------------------------------
 
-def factor_pattern(got, want, cfg, what="your output"):
+def factor_pattern(got, want, cfg, what="your output", kind=None):
     """'your output is c x the reference (...)' when got = c * want, else None."""
     got = np.asarray(got, dtype=np.float64)
     want = np.asarray(want, dtype=np.float64)
@@ -436,7 +449,7 @@ def factor_pattern(got, want, cfg, what="your output"):
         if want == 0:
             return None
         c = float(got / want)
-        label = name_factor(c, cfg)
+        label = name_factor(c, cfg, kind)
         return f"{what} is {c:.4g} x the reference: a factor of {label}{_factor_advice(label)}" if label else None
     c = _fit_factor(got, want)
     if c is None:
@@ -447,7 +460,7 @@ def factor_pattern(got, want, cfg, what="your output"):
         return None
     if abs(c + 1) <= MATCH:
         return f"{what} is the negative of the reference: the sign is flipped"
-    label = name_factor(c, cfg)
+    label = name_factor(c, cfg, kind)
     tail = f", a constant factor of {label}{_factor_advice(label)}" if label else ": a constant factor"
     return f"{what} is {c:.4g} x the reference{tail}"
 
