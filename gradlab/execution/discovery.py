@@ -159,7 +159,32 @@ def find_slots(obj, build_ids=None, forward_only=False):
     (they can have no gradient partner); that needs `build_ids`."""
     search = _Search(build_ids, forward_only)
     search.collect(obj, "", 0)
-    return search.slots
+    return _without_storage(search.slots)
+
+
+def _without_storage(slots):
+    """A flat vector whose slices are the parameters (W1 = flat[:n].reshape(...), the layout of code written for
+    an optimizer over one vector) is their storage, not a parameter of its own: left out when smaller parameters
+    found beside it are views into its memory. (Two names for one array of the same size, a tied weight and its
+    transpose, are both kept.)"""
+    roots = {}
+    for slot in slots:
+        root = slot.value
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        roots.setdefault(id(root), []).append(slot)
+    storage = {id(s) for group in roots.values() if len(group) > 1
+               for s in group if any(o.value.size < s.value.size and _overlap(o.value, s.value) for o in group)}
+    return [s for s in slots if id(s) not in storage] if storage else slots
+
+
+def _overlap(a, b):
+    if not np.may_share_memory(a, b):          # bounds apart: the usual case, and cheap
+        return False
+    try:
+        return bool(np.shares_memory(a, b, max_work=10_000))
+    except RuntimeError:                       # numpy.exceptions.TooHardError: a layout too tangled to solve
+        return True
 
 
 class _Search:
