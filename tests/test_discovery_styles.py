@@ -261,6 +261,20 @@ def test_forward_only_modules_hold_their_parameters_as_float_arrays():
     assert list(discover(NoBackward(), backward=False)) == ["w", "dw_buffer"]
 
 
+def test_a_forward_only_module_s_cache_allocated_ahead_is_no_parameter():
+    # cache_k / cache_v (zeros at build, a KV cache for generation) were parameters; reference then asked for
+    # param_map={"cache_k": "?"}. A cache already holding numbers, or a bias of zeros, stays a parameter.
+    class KVCache(Scale):
+        def __init__(self):
+            self.w, self.b = np.ones(3), np.zeros(3)
+            self.cache_k, self.kv_cache, self.warm_cache = np.zeros((2, 4)), np.zeros((2, 4)), np.ones((2, 4))
+
+        def forward(self, x):
+            return self._fwd(x, self.w, self.b)
+
+    assert list(discover(KVCache(), backward=False)) == ["w", "b", "warm_cache"]
+
+
 class L:
     def __init__(self, **attributes):
         self.__dict__.update(attributes)

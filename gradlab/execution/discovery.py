@@ -297,9 +297,12 @@ class _Search:
 
 def _buffer_like(attr, value):
     """A float array a module without a backward holds that is no parameter: a causal mask (0/1 in a triangle, or
-    -1e9 / -inf where it blocks) or running statistics (running_mean, running_var). Counted as parameters, they
-    were overwritten with random numbers (a mask that then leaked the future, gradlab's doing)."""
-    if attr.lower().startswith("running_"):
+    -1e9 / -inf where it blocks), running statistics (running_mean, running_var) or a cache allocated ahead
+    (cache_k, k_cache, kv_cache: zeros at build, filled by forward). Counted as parameters, they were overwritten
+    with random numbers (a mask that then leaked the future, gradlab's doing), or named in a param_map no one
+    could fill."""
+    low = attr.lower()
+    if low.startswith("running_") or ("cache" in low and not value.any()):
         return True
     if value.ndim < 2 or value.shape[-1] != value.shape[-2] or value.size == 0:
         return False
