@@ -217,15 +217,27 @@ class Functions:
         used = [k for k in (kind, "schedule", "clip_grad_norm", "cross_entropy") if k and k in parts]
         if used:
             self.notes.append("your " + ", ".join(used) + " in the training loop")
+        # where the student's optimizer keeps its learning rate; none that can be set: no schedule in either run
+        # (the student's at a constant lr beside a scheduled reference parted from it, and blamed their code)
+        self.lr_field = next((f for f in LR_FIELDS if hasattr(self.opt_theirs, f)), None)
+        self.constant = self.lr_field is None
+        if self.constant:
+            self.notes.append(f"no warmup schedule in either run: your {kind} keeps its learning rate in no attribute "
+                              f"gradlab can set ({' or '.join(LR_FIELDS)}), so both train at the constant lr {cfg.lr:g}")
 
     def lr_scale(self, step):
-        """The warmup schedule, normalised to peak at 1: (reference's, yours)."""
+        """The warmup schedule, normalised to peak at 1: (reference's, yours); 1 for both at a constant lr."""
+        if self.constant:
+            return 1.0, 1.0
         ours = self.schedule_ref(step, self.cfg.d_model, self.cfg.warmup_steps) / self.peak
         if self.schedule is None:
             return ours, ours
         theirs = call_scalar(self.schedule, f"schedule({step}, d_model, warmup_steps)", step, self.cfg.d_model,
                              self.cfg.warmup_steps) / self.peak
         return ours, theirs
+
+
+LR_FIELDS = ("lr", "learning_rate", "eta", "step_size")   # where an optimizer keeps its learning rate
 
 
 def _step(run, fns, ids, targets, lr_scale, student):
@@ -250,19 +262,13 @@ def _step(run, fns, ids, targets, lr_scale, student):
     params = {s.name: s.value for s in run.slots}
     scale = lr_scale[1] if student else lr_scale[0]
     if student and fns.opt_subject is not None:
-        _set_lr(fns.opt_theirs, fns.cfg.lr * scale, fns)
+        if fns.lr_field is not None:
+            setattr(fns.opt_theirs, fns.lr_field, fns.cfg.lr * scale)
         fns.opt_subject.step(fns.opt_theirs, params, grads)
     else:
         opt = fns.opt_theirs if student else fns.opt_ours
-        _set_lr(opt, fns.cfg.lr * scale, fns)
+        opt.lr = fns.cfg.lr * scale          # gradlab's own optimizer
         opt.step(params, grads)
-
-
-def _set_lr(optimizer, lr, fns):
-    if hasattr(optimizer, "lr"):
-        optimizer.lr = lr
-    elif "schedule not applied" not in " ".join(fns.notes):
-        fns.notes.append("schedule not applied: your optimizer keeps no `lr` attribute to set")
 
 
 def _in_order(theirs, ours):
