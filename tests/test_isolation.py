@@ -396,3 +396,23 @@ def test_an_output_buffer_the_module_reuses_is_judged_call_by_call(isolate):
     # judge: not smooth")
     result = gradlab.check("layernorm", impl=str(HOSTILE / "output_buffer.py"), seed=1, isolate=isolate)
     assert result.passed, [(c.name, c.message) for c in result.checks if not c.ok]
+
+
+@pytest.mark.parametrize("fork", [True, False])
+def test_a_slow_import_is_timed_by_the_limit_given_not_by_an_alarm_of_the_worker(tmp_path, fork):
+    # the worker armed an alarm of its own around the import, at the timeout gradlab's process had when the
+    # worker started (20 s in a spawned one): a forked worker, its handler reset, died "with signal SIGALRM"
+    from gradlab.execution import harness, loader
+    slow = tmp_path / "slow_import.py"
+    slow.write_text("import time\nimport gradlab\ntime.sleep(1.5)\n\n"
+                    "@gradlab.register('softmax')\ndef softmax(x, axis=-1):\n    return x\n")
+    previous = harness.get_timeout()
+    harness.set_timeout(0.5)          # what a forked worker inherits (a spawned one has the default)
+    try:
+        impl = loader.open_implementation(str(slow), isolate=True, limits=Limits(timeout=30, wall=60, fork=fork))
+    finally:
+        harness.set_timeout(previous)
+    try:
+        assert "softmax" in impl.registrations
+    finally:
+        impl.close()
