@@ -14,6 +14,7 @@ import zipfile
 
 import pytest
 
+import gradlab
 from gradlab.contract.errors import UsageError
 
 from gradlab_test_support import nan_adam, strict_json
@@ -714,3 +715,21 @@ def test_students_whose_names_differ_only_in_case_or_unicode_form_are_refused(tm
             (tmp_path / name / "m.py").write_text("import gradlab\n")
     with pytest.raises(UsageError, match="differ only in case or Unicode form"):
         discover(str(tmp_path))
+
+
+def test_a_package_whose_files_import_each_other_relatively_is_graded(tmp_path):
+    # `from .layers import LayerNorm` in a folder with __init__.py: "attempted relative import with no known
+    # parent package", 0 points, in grade and in check alike
+    classes, body = MODULES.split('@gradlab.register("layernorm")', 1)
+    student = tmp_path / "class" / "pia"
+    student.mkdir(parents=True)
+    (student / "__init__.py").write_text("")
+    (student / "layers.py").write_text(classes)
+    (student / "main.py").write_text('import gradlab\nfrom .layers import LayerNorm\n\n\n'
+                                     '@gradlab.register("layernorm")' + body.split("@gradlab.register", 1)[0])
+    result = gradlab.check("layernorm", impl=str(student / "main.py"), seed=SEED)
+    assert result.passed, [c.message for c in result.checks if not c.ok]
+    results = grade_class(str(tmp_path / "class"), str(tmp_path / "out"), kinds="layernorm", seed=SEED,
+                          workers=1, limits=Limits(wall=TIMEOUT), stream=open(os.devnull, "w"))
+    assert per_kind(results["pia"]) == {"layernorm": LAYERNORM_POINTS}, failing(results["pia"], "layernorm")
+    assert "relative import" not in results["pia"]["output"]

@@ -409,21 +409,32 @@ def _load_file(path):
                          f"(jupyter nbconvert --to script {path}); gradlab grade reads notebooks as they are")
     if spec is None:
         raise UsageError(f"{path} is not a Python file gradlab can import; give it a .py name")
-    module = importlib.util.module_from_spec(spec)
     folder = os.path.dirname(full)
+    package = _package_name(folder)
+    if package is not None:             # a package's file: imported as its member, so `from .layers import` works
+        mod_name = package if os.path.basename(full) == "__init__.py" else \
+            f"{package}.{os.path.splitext(os.path.basename(full))[0]}"
+        module = None
+    else:
+        module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, folder)          # the student's file may import its siblings
     before = set(sys.modules)
-    sys.modules[mod_name] = module
+    if module is not None:
+        sys.modules[mod_name] = module
     _loading.append(full)
     try:
         with collecting() as found:
-            guarded(f"importing {path}", spec.loader.exec_module, module, files=(full,), error=UsageError)
+            if module is None:
+                module = guarded(f"importing {path}", _import_member, package, folder, mod_name, files=(full,),
+                                 error=UsageError)
+            else:
+                guarded(f"importing {path}", spec.loader.exec_module, module, files=(full,), error=UsageError)
     except SyntaxError as e:  # raised by compile, before any student frame runs (or by a helper file it imports)
-        sys.modules.pop(mod_name, None)
+        _forget(mod_name, package, before)
         raise UsageError(f"{_syntax_file(e, path, full)}:{e.lineno}: syntax error: {e.msg}; fix it and run "
                          "again") from None
     except UsageError:
-        sys.modules.pop(mod_name, None)
+        _forget(mod_name, package, before)
         raise
     finally:
         _loading.remove(full)
@@ -440,6 +451,39 @@ def _load_file(path):
         raise UsageError(f"{path} registers nothing; decorate its factory with @gradlab.register(\"attention\") "
                          "(or the kind it implements) and `import gradlab` at the top")
     return Implementation(path, _index(found, path, own=mod_name), (full,), refused, own)
+
+
+def _package_name(folder):
+    """The name gradlab imports a folder holding __init__.py under (a package whose files import each other
+    relatively), one per folder; None for a plain folder. The folder's own name may be no identifier (a
+    student's "José García"), so the name is made from its path."""
+    if not os.path.isfile(os.path.join(folder, "__init__.py")):
+        return None
+    return f"gradlab_pkg_{hashlib.sha1(os.fsencode(folder)).hexdigest()[:10]}"
+
+
+def _import_member(package, folder, name):
+    """Import `name` (the package itself, or one of its files) as Python imports a package's module: the
+    package's __init__.py first, then the file, with `__package__` set for its relative imports."""
+    if package not in sys.modules:
+        spec = importlib.util.spec_from_file_location(package, os.path.join(folder, "__init__.py"),
+                                                      submodule_search_locations=[folder])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[package] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(package, None)
+            raise
+    return importlib.import_module(name)
+
+
+def _forget(name, package, before):
+    """A failed import leaves nothing behind: the module, and the package and members it brought in."""
+    sys.modules.pop(name, None)
+    if package is not None:
+        for other in [n for n in sys.modules if (n == package or n.startswith(package + ".")) and n not in before]:
+            sys.modules.pop(other, None)
 
 
 def _syntax_file(error, path, full):
