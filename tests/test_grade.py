@@ -733,3 +733,12 @@ def test_a_package_whose_files_import_each_other_relatively_is_graded(tmp_path):
                           workers=1, limits=Limits(wall=TIMEOUT), stream=open(os.devnull, "w"))
     assert per_kind(results["pia"]) == {"layernorm": LAYERNORM_POINTS}, failing(results["pia"], "layernorm")
     assert "relative import" not in results["pia"]["output"]
+
+
+def test_the_student_report_lists_the_notes_on_the_submission(graded):
+    # the notes (notebook lines skipped, a kind registered twice, a helper that did not import) were only in
+    # results.json: report.html said "All 37 checks passed" and nothing of what was left out
+    _, out, _ = graded
+    report = (out / "erin" / "report.html").read_text()
+    assert 'id="notes"' in report and "skipped `for epoch in range(10**9):`" in report
+    assert 'id="notes"' not in (out / "ada" / "report.html").read_text()

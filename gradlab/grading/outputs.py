@@ -115,7 +115,7 @@ def render_student_report(student_result, rubric):
     than grading them."""
     from gradlab.frontends.report import render
     kinds = [_lean(student_result["kinds"][k]) for k in rubric.kinds]
-    return render(kinds, student=student_result["student"])
+    return render(kinds, student=student_result["student"], notes=student_result.get("notes", ()))
 
 
 def _lean(kind_result):

@@ -45,9 +45,10 @@ def as_kind_results(results):
     return out
 
 
-def render(results, *, replay=None, title=None, version=None, student=None):
+def render(results, *, replay=None, title=None, version=None, student=None, notes=()):
     """The report page as a string. `student`: a name (for grading) shown in the
-    title and on every check's card."""
+    title and on every check's card; `notes`: what grading noted on the submission (notebook
+    lines skipped, a kind registered twice, a helper file that did not import), listed on the page."""
     kind_results = as_kind_results(results)
     kinds = [_kind_context(i, r, student) for i, r in enumerate(kind_results)]
     every = [c for k in kinds for c in k["checks"]]
@@ -67,6 +68,7 @@ def render(results, *, replay=None, title=None, version=None, student=None):
         "kinds": kinds, "failed": failed, "counts": counts, "total": len(every),
         # a kind whose every applicable check was skipped has not passed (KindResult.passed), nor has the page
         "passed": not failed and not any(r.nothing_judged for r in kind_results), "multi_impl": len(impls) > 1,
+        "notes": list(notes),
     }
     return environment().get_template("report.html.j2").render(**context)
 
