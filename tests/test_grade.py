@@ -217,7 +217,7 @@ def test_class_files(graded):
     assert "not registered by any file" in summary and "bob, carol, dave, erin" not in summary
     assert "bob, erin" in summary   # the students who share "attention not registered"
     # dave's attention is not said to be unregistered: his file that does not import is the likely cause
-    assert "attention: not graded: importing a_exit.py ended the worker process" in summary
+    assert "attention (not graded)" in summary and "not graded: importing a_exit.py ended the worker process" in summary
     # a diagnosis shows a student's own line with its cause, not the blurred first clause alone ("gradient of 'w#'")
     assert "&#39;w#&#39;" not in summary and "'w#'" not in summary
 
@@ -345,7 +345,7 @@ def test_a_file_that_does_not_import_is_said_first_and_once(tmp_path):
     assert failures.count('<pre class="message">') == 1
     for check in ("smoke", "gradient", "overfit"):      # every check's chip still leads to the reason
         assert f'id="k0-attention-{check}"' in failures
-    assert "attention: not graded: carol.py:1: syntax error" in (tmp_path / "out" / "summary.html").read_text()
+    assert "not graded: carol.py:1: syntax error" in (tmp_path / "out" / "summary.html").read_text()
 
 
 
@@ -742,3 +742,14 @@ def test_the_student_report_lists_the_notes_on_the_submission(graded):
     report = (out / "erin" / "report.html").read_text()
     assert 'id="notes"' in report and "skipped `for epoch in range(10**9):`" in report
     assert 'id="notes"' not in (out / "ada" / "report.html").read_text()
+
+
+def test_a_file_that_does_not_import_is_one_diagnosis_for_every_kind_it_costs(tmp_path):
+    # it was a row per kind, each with the student counted once, which drowned the bugs students share
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "sam.py").write_text("import numpy as np,\n" + MODULES)
+    grade_class(str(tmp_path / "class"), str(tmp_path / "out"), kinds="layernorm,attention", seed=SEED,
+                workers=1, limits=Limits(wall=TIMEOUT), stream=open(os.devnull, "w"))
+    summary = (tmp_path / "out" / "summary.html").read_text()
+    table = summary[summary.index("Most frequent diagnoses"):]
+    assert table.count("sam.py:1: syntax error") == 1 and "layernorm, attention (not graded)" in table

@@ -213,18 +213,28 @@ def summary_context(graded, records, rubric, seed, version):
     for name in names:
         passed = sum(1 for r in graded.values() for t in r["tests"] if t["name"] == name and t["status"] == "passed")
         rates.append({"name": name, "passed": passed, "rate": round(100 * passed / len(graded))})
-    # one diagnosis = one (kind, blurred message): the students who share it, and the checks it failed
-    students, checks, example = defaultdict(set), defaultdict(set), {}
+    # one diagnosis = one (kind, blurred message): the students who share it, and the checks it failed. A kind
+    # not graded ("layernorm: not graded: importing main.py raised ...") says the submission's reason, the same for
+    # every kind it costs: one diagnosis for all of them, not one row per kind with the student in each
+    students, checks, example, costs = defaultdict(set), defaultdict(set), {}, defaultdict(set)
     for student, result in sorted(records.items()):
         for kind in rubric.kinds:
             for r in result["kinds"][kind]["checks"]:
                 if r["status"] in ("fail", "error") and r["name"] in rubric.kinds[kind]:
-                    key = (kind, diagnosis_key(r["message"]))
+                    whole = r["message"].startswith(f"{kind}: not graded: ")
+                    text = r["message"][len(kind) + 2:] if whole else r["message"]
+                    key = (None if whole else kind, diagnosis_key(text))
                     students[key].add(student)
                     checks[key].add(r["name"])
-                    example.setdefault(key, r["message"])
+                    costs[key].add(kind)
+                    example.setdefault(key, text if whole else r["message"])
     diagnoses = []
     for (kind, text), who in students.items():
+        if kind is None:
+            lost = [k for k in rubric.kinds if k in costs[(kind, text)]]
+            diagnoses.append({"test": f"{', '.join(lost)} (not graded)", "count": len(who), "students": sorted(who),
+                              "text": shortened(example[(kind, text)].split("\n")[0], 300)})
+            continue
         names = [c for c in rubric.kinds[kind] if c in checks[(kind, text)]]
         test = (f"{kind} (all {len(names)} checks)" if len(names) == len(rubric.kinds[kind]) and len(names) > 1
                 else ", ".join(f"{kind}::{c}" for c in names))
