@@ -753,3 +753,16 @@ def test_a_file_that_does_not_import_is_one_diagnosis_for_every_kind_it_costs(tm
     summary = (tmp_path / "out" / "summary.html").read_text()
     table = summary[summary.index("Most frequent diagnoses"):]
     assert table.count("sam.py:1: syntax error") == 1 and "layernorm, attention (not graded)" in table
+
+
+def test_a_misspelled_kind_in_a_file_costs_that_kind_only(tmp_path):
+    # register("layer_norm") raised at import, and the file's correct attention was graded 0 with it
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "wendy.py").write_text(
+        MODULES.replace('register("layernorm")', 'register("layer_norm")') + "\n" + ATTENTION)
+    results = grade_class(str(tmp_path / "class"), str(tmp_path / "out"), kinds=KINDS, seed=SEED,
+                          workers=1, limits=Limits(wall=TIMEOUT), stream=open(os.devnull, "w"))
+    assert per_kind(results["wendy"]) == {"layernorm": 0, "attention": ATTENTION_POINTS}
+    said = set(failing(results["wendy"], "layernorm").values())
+    assert len(said) == 1 and "'layer_norm' is no kind; did you mean 'layernorm'? Register it as 'layernorm'" \
+        in said.pop()

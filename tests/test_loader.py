@@ -93,11 +93,14 @@ def test_load_a_build_function():
     ("exits.py", "import sys\nsys.exit('done')\n", r"called sys\.exit\('done'\) at exits\.py:2;.*__main__"),
     ("nothing.py", "import gradlab\n", r"registers nothing; decorate its factory with @gradlab\.register"),
     ("typo.py", "import gradlab\n@gradlab.register('layer_norm')\ndef build(cfg): pass\n",
-     r"raised ValueError at typo\.py:2: .*unknown kind 'layer_norm': did you mean 'layernorm'\?"),
+     r"gradlab\.register\('layer_norm'\) at typo\.py:2: 'layer_norm' is no kind; did you mean 'layernorm'\? "
+     r"Register it as 'layernorm'"),
+    ("nokind.py", "import gradlab\n@gradlab.register('transformer_xl')\ndef build(cfg): pass\n",
+     r"raised ValueError at nokind\.py:2: .*unknown kind 'transformer_xl'"),
     ("badmap.py", "import gradlab\n@gradlab.register('attention', param_map=['a'])\ndef build(cfg): pass\n",
      r"at badmap\.py:2: .*param_map must be a dict"),
-], ids=["syntax error", "import error", "raises", "sys.exit", "registers nothing", "unknown kind",
-        "bad param_map"])
+], ids=["syntax error", "import error", "raises", "sys.exit", "registers nothing", "misspelled kind",
+        "unknown kind", "bad param_map"])
 def test_broken_files_give_one_line_that_says_what_to_fix(tmp_path, name, text, words):
     with pytest.raises(UsageError, match=words) as info:
         load(write(tmp_path, name, text))
@@ -155,3 +158,19 @@ def test_a_file_that_checks_itself_at_import_gets_told_to_use_a_main_guard(tmp_p
         load(path)
     guarded = text.replace("result = ", "if __name__ == '__main__':\n    result = ")
     assert list(load(write(tmp_path, "guarded.py", guarded)).registrations) == ["schedule"]
+
+
+def test_a_misspelled_kind_costs_that_kind_only(tmp_path):
+    # register("layer_norm") raised at import: every other kind of the file was lost with it (a grade of 0)
+    from gradlab.execution.loader import missing_kind
+    source = open(os.path.join(os.path.dirname(__file__), "..", "examples", "student_modules.py")).read()
+    path = write(tmp_path, "typos.py", source.replace('register("layernorm")', 'register("LayerNorm")')
+                 .replace('register("adam")', 'register("ada m")'))
+    loaded = load(path)
+    assert "ffn" in loaded.registrations and "layernorm" not in loaded.registrations
+    assert loaded.refused["layernorm"].startswith("gradlab.register('LayerNorm') at typos.py:")
+    assert "did you mean 'adam'? Register it as 'adam'" in loaded.refused["adam"]
+    assert "Register it as 'layernorm'" in str(missing_kind(loaded, "layernorm"))
+    with pytest.raises(ValueError, match="unknown kind 'layer_norm'"):     # outside an import: raised as it was
+        import gradlab
+        gradlab.register("layer_norm")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from gradlab.contract.errors import UsageError
-from gradlab.contract.kinds import get_kind
+from gradlab.contract.kinds import KINDS, get_kind
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,15 @@ class Registration:
     @property
     def is_factory(self):
         return get_kind(self.kind).form != "function"
+
+
+@dataclass
+class Misnamed:
+    """A registration, made while a file is imported, under a name that is no kind but close to one
+    (register("layer_norm"), register("Adam")): kept aside, so that the file's other registrations still count
+    and the kind it meant says why it is missing (a grade lost every kind of the file to one typo)."""
+    kind: str           # the kind it likely means
+    message: str
 
 
 _collectors = []   # stack of lists; the innermost receives registrations
@@ -48,7 +57,13 @@ def register(kind, *, param_map=None):
 
         gradlab.register("cross_entropy")(my_cross_entropy)
     """
-    spec = _validate_kind(kind)
+    try:
+        spec = _validate_kind(kind)
+    except ValueError:
+        meant = _meant(kind)
+        if meant is None or not _collectors:       # (interactive use, or nothing close: the error as it is)
+            raise
+        return _aside(kind, meant)
     if param_map is not None and not (isinstance(param_map, dict) or callable(param_map)):
         raise TypeError(f"gradlab.register({kind!r}, param_map=...): param_map must be a dict "
                         f"{{their_name: reference_name}} or a function load(module, reference_params), "
@@ -94,6 +109,28 @@ _loose = []
 
 def loose_registrations():
     return list(_loose)
+
+
+def _meant(kind):
+    """The kind a name that is none likely means (case, separators, a typo), or None."""
+    import difflib
+    if not isinstance(kind, str):
+        return None
+    squashed = {k.replace("_", ""): k for k in KINDS}
+    key = kind.lower().replace("_", "").replace("-", "").replace(" ", "")
+    if key in squashed:
+        return squashed[key]
+    close = difflib.get_close_matches(kind.lower(), KINDS, n=1)
+    return close[0] if close else None
+
+
+def _aside(kind, meant):
+    def decorate(target):
+        where = _where(target)
+        _collectors[-1].append(Misnamed(meant, f"gradlab.register({kind!r}) at {where}: {kind!r} is no kind; did you "
+                                               f"mean {meant!r}? Register it as {meant!r}"))
+        return target
+    return decorate
 
 
 def _validate_kind(kind):

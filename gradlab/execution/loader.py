@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from gradlab.contract.errors import UsageError
 from gradlab.execution.harness import guarded, student_frame
-from gradlab.contract.registry import Registration, collecting
+from gradlab.contract.registry import Misnamed, Registration, collecting
 
 REFERENCE = "reference"
 
@@ -440,17 +440,29 @@ def _load_file(path):
         _loading.remove(full)
         if sys.path and sys.path[0] == folder:
             sys.path.pop(0)
-    if not found:
+    misnamed = [m for m in found if isinstance(m, Misnamed)]
+    found = [r for r in found if not isinstance(r, Misnamed)]
+    if not found and not misnamed:
         found = _tagged(module)         # reference modules imported before: their functions keep their tags
         if not any(is_reference_code(r.target) for r in found):
             found = []
     found, refused, own = _refuse_references(found, path, _submission_modules(before, folder))
+    refused, own = _set_aside(misnamed, found, refused, own)
     if not found:
         if refused:
             raise UsageError(next(iter(refused.values())))
         raise UsageError(f"{path} registers nothing; decorate its factory with @gradlab.register(\"attention\") "
                          "(or the kind it implements) and `import gradlab` at the top")
     return Implementation(path, _index(found, path, own=mod_name), (full,), refused, own)
+
+
+def _set_aside(misnamed, kept, refused, own):
+    """A registration under a misspelled kind (registry.Misnamed) refuses the kind it meant, with its message,
+    unless the file registers that kind as well: the file's other kinds are checked (or graded) as usual, and
+    `gradlab check KIND` on the kind it meant says the message (exit 2)."""
+    registered = {r.kind for r in kept}
+    extra = {m.kind: m.message for m in misnamed if m.kind not in registered and m.kind not in refused}
+    return {**refused, **extra}, tuple(own) + tuple(extra)
 
 
 def _package_name(folder):
@@ -525,11 +537,13 @@ def _load_module_name(name):
                          "or the name of a module importable from here)")
     with collecting() as found:
         module = guarded(f"importing {name}", importlib.import_module, name, error=UsageError)
-    regs = found or _tagged(module)
+    misnamed = [m for m in found if isinstance(m, Misnamed)]
+    regs = [r for r in found if not isinstance(r, Misnamed)] or ([] if misnamed else _tagged(module))
     if name == "gradlab.modules" or name.startswith("gradlab.modules."):
         refused, own = {}, ()           # gradlab's reference itself, asked for by name
     else:
         regs, refused, own = _refuse_references(regs, name)
+    refused, own = _set_aside(misnamed, regs, refused, own)
     if not regs:
         if refused:
             raise UsageError(next(iter(refused.values())))

@@ -98,10 +98,11 @@ def grade_submission(entry, kinds, rubric, seed, limits=Limits(), *, workdir=Non
                 f" (it holds {', '.join(entry.others)}{'...' if len(entry.others) == 5 else ''}"
                 + ("; an archive is not unpacked: unpack it into the folder" if archive else "") + ")"
                 if entry.others else "")
-        found = _discover(files, broken, result.notes, limits, deadline, isolate, opened)
+        refusals = {}
+        found = _discover(files, broken, result.notes, limits, deadline, isolate, opened, refusals)
         for kind in kinds:
             kind_result = _grade_kind(kind, found, broken, named, rubric, seed, limits, result.student, isolate,
-                                      result.notes)
+                                      result.notes, refusals)
             result.kinds[kind] = _as_submitted(kind_result.to_dict(), root, notebooks)
         result.notes = _as_submitted(result.notes, root, notebooks)
         result.seconds = time.perf_counter() - start
@@ -140,10 +141,11 @@ def _materialise(entry, folder):
     return files, named, notes, broken, notebooks
 
 
-def _discover(files, broken, notes, limits, deadline, isolate, opened):
+def _discover(files, broken, notes, limits, deadline, isolate, opened, refusals):
     """{kind: (opened implementation, name of the file that defines it)}: each file
     is opened once, in a worker of its own, and serves every kind it registers.
-    Import failures (an exception, os._exit, a limit) go to `broken`."""
+    Import failures (an exception, os._exit, a limit) go to `broken`; kinds a file that imports
+    registers but that do not count (a misspelled kind, gradlab's own reference) to `refusals`."""
     from gradlab.grading.notebook import failures
     found = {}
     for path, name in files.items():
@@ -165,6 +167,8 @@ def _discover(files, broken, notes, limits, deadline, isolate, opened):
             continue
         notes.extend(failures(path))   # a notebook's kept statements that raised, skipped at import
         opened.append(loaded)
+        for kind, why in getattr(loaded, "refused", {}).items():
+            refusals.setdefault(kind, why.replace(path, name))
         for kind, registration in loaded.registrations.items():
             owner = files.get(_owner(registration, files), name)
             if kind in found and found[kind][1] != owner:
@@ -188,12 +192,12 @@ def _owner(registration, files):
     return matches[0] if len(matches) == 1 else None
 
 
-def _grade_kind(kind, found, broken, named, rubric, seed, limits, student, isolate, notes=()):
+def _grade_kind(kind, found, broken, named, rubric, seed, limits, student, isolate, notes=(), refusals=None):
     """The kind's checks (the rubric's) through the run plan every front end uses,
     on the implementation already opened for its file."""
     checks = rubric.checks(kind)
     if kind not in found:
-        return failed_kind(kind, student, seed, checks, _missing_reason(kind, found, broken, named, notes))
+        return failed_kind(kind, student, seed, checks, _missing_reason(kind, found, broken, named, notes, refusals))
     loaded, name = found[kind]
     try:
         with contextlib.nullcontext() if isolate else time_limit(limits.per_call()):   # a worker keeps its own
@@ -207,11 +211,14 @@ def _grade_kind(kind, found, broken, named, rubric, seed, limits, student, isola
     return kind_result
 
 
-def _missing_reason(kind, found, broken, named, notes=()):
+def _missing_reason(kind, found, broken, named, notes=(), refusals=None):
     """Why `kind` has no registration. A file that does not import is said first: it is the likely cause
     even when its source does not name the kind literally (register(KIND)), and a message cut short (a
     report's line, the summary's diagnosis) still shows it. A notebook cell skipped whole that registers it
-    (a cell magic, invalid Python) is said the same way."""
+    (a cell magic, invalid Python) is said the same way, and so is a registration that does not count (a
+    misspelled kind: register("layer_norm"))."""
+    if refusals and kind in refusals:
+        return f"{kind}: not graded: {refusals[kind]}"
     suspects = [n for n in broken if kind in named.get(n, ())]
     if suspects:
         return f"{kind}: not graded: {_import_failure(suspects[0], broken)}"
