@@ -564,3 +564,13 @@ def test_a_tied_weight_and_its_transpose_are_both_kept():
     w = np.ones((3, 4))
     m = types.SimpleNamespace(a=w, b=w.T, da=np.ones((3, 4)), db=np.ones((4, 3)))
     assert [s.name for s in find_slots(m)] == ["a", "b"]
+
+
+@pytest.mark.parametrize("name", ["discovery_ok_cross_attention_child_list.py",
+                                  "discovery_ok_cross_attention_child_list_no_backward.py"])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_child_holding_only_a_list_of_layers_is_walked(zoo, all_pass, name, dtype):
+    # a child with __call__ (no forward) and only self.linears = [Linear x 4] was no module: smoke found nothing
+    result = gradlab.check("cross_attention", impl=zoo(name), seed=2, dtype=dtype)
+    all_pass(result)
+    assert result["smoke"].metrics["parameters"] == 8

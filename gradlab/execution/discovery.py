@@ -463,13 +463,16 @@ def _is_module_like(value, depth=0):
     # (a SimpleNamespace is a plain bag of attributes: a module built by a factory)
     if type(value).__module__.split(".")[0] in _NOT_MODULES and not isinstance(value, types.SimpleNamespace):
         return False
-    if hasattr(value, "forward") or hasattr(value, "params") or hasattr(value, "parameters"):
+    if any(hasattr(value, name) for name in ("forward", "backward", "params", "parameters")):
         return True
     try:
         held = list(attributes(value).values())
     except StudentError:
         return True
-    # (PyTorch-minded children: __call__ instead of forward, Parameter objects instead of arrays)
+    # (PyTorch-minded children: __call__ instead of forward, Parameter objects instead of arrays; and what they
+    # hold may sit in lists or dicts: the Annotated Transformer's self.linears = [Linear x 4])
+    held += [item for v in held if isinstance(v, (list, tuple)) for item in v[:64]] + \
+        [item for v in held if isinstance(v, dict) for item in list(v.values())[:64]]
     return any(isinstance(v, np.ndarray) or _param_field(v) for v in held) or \
         (depth < 2 and any(_is_module_like(v, depth + 1) for v in held if not isinstance(v, (list, tuple, dict))))
 
