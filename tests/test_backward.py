@@ -31,11 +31,18 @@ def test_does_not_apply_to_functions_and_optimizers(run):
 @pytest.mark.parametrize("kind, name", [
     ("linear", "backward_ok_linear_attributes.py"), ("attention", "grad_ok_attention_einsum.py"),
     ("attention", "grad_ok_attention_mask_1e9.py"), ("ffn", "grad_ok_ffn_relu.py"),
+    ("linear", "backward_ok_linear_frees_cache.py"),
 ])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_correct_variants_pass(run, zoo, kind, name, dtype):
     record = backward_record(run, kind, zoo(name), dtype=dtype)
     assert record.status == "pass", record.message
+
+
+def test_a_backward_that_frees_its_cache_gets_a_forward_before_each_call(run, zoo, all_pass):
+    result = run("linear", zoo("backward_ok_linear_frees_cache.py"))
+    all_pass(result)
+    assert "a forward on the same input ran before each backward" in result["backward"].message
 
 
 @pytest.mark.parametrize("kind, name, prop, words", [
