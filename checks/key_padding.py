@@ -165,5 +165,7 @@ def _finite(kind, value, what):
             f"{kind.name}: with every key of sample 0 padded, {what} is {value[index]} at {index} "
             f"({int(bad.sum())} non-finite values): a row whose scores are all -inf gives exp(-inf - (-inf)) = NaN. "
             "Such a row has nothing to attend to: give it zero weights (divide by the row sum only where it is "
-            "> 0, and subtract a finite max), or mask with -1e9 instead of -inf (uniform weights)",
+            "> 0, and subtract a finite max), or mask with a large finite value instead of -inf (uniform weights): "
+            + ("-1e4 or np.finfo(scores.dtype).min in float16, whose largest number is 65504 (-1e9 overflows to "
+               "-inf there)" if value.dtype == np.float16 else "-1e9"),
             {"non_finite": int(bad.sum())})

@@ -314,3 +314,14 @@ def test_a_float16_table_from_one_is_named_at_long_lengths(zoo, run):
     record = run("sinusoidal", zoo("art_sinusoidal_float16_from_one.py"), seed=0, max_len=512, d_model=8)["table"]
     assert record.status == "fail" and "positions start at 1" in record.message, record.message
 
+
+
+def test_the_advice_for_an_all_padded_row_fits_the_dtype():
+    # it said "mask with -1e9 instead of -inf" to a float16 module, where -1e9 overflows to -inf as well
+    from gradlab.checks.key_padding import _finite
+    from gradlab.contract.errors import CheckFailure
+    from gradlab.contract.kinds import KINDS
+    for dtype, words in (("float16", "-1e4 or np.finfo(scores.dtype).min in float16"), ("float64", "(uniform weights): -1e9")):
+        with pytest.raises(CheckFailure) as info:
+            _finite(KINDS["cross_attention"], np.array([[np.nan, 1.0]], dtype=dtype), "forward's output")
+        assert words in str(info.value)
