@@ -50,7 +50,8 @@ from gradlab.contract.kinds import ATTN_WEIGHTS, DIFFERENTIABLE, LOSS, SMOOTHING
 from gradlab.execution.loader import reference as reference_impl
 from gradlab.numerics.engine import EPS, Engine, Tensor, eps_of, point_value, random_direction
 from gradlab.numerics.repeatable import require_repeatable
-from gradlab.numerics.tolerance import (IDIOM_EPS, IDIOM_SPREAD, NOISE_CANNOT_JUDGE, TWIN_MATCH, TWIN_MATCH_FLOAT16,
+from gradlab.numerics.tolerance import (FLOAT32_MARGIN, IDIOM_EPS, IDIOM_SPREAD, NOISE_CANNOT_JUDGE, TWIN_MATCH,
+                                        TWIN_MATCH_FLOAT16,
                                         computed_eps, division_idiom, idiom_allowance, loss_row_bounds,
                                         smoothing_first_order, twin_rounding)
 from gradlab.contract.records import heatmap, table
@@ -735,7 +736,7 @@ def judge(subject, setup, rng):
     """Compare one setup's gradients; returns {"message", "metrics", "views"} on a
     pass, raises CheckFailure naming the tensor, element and numbers otherwise."""
     kind, cfg = subject.kind, subject.cfg
-    resamples, calls, half_votes = 0, 0, []
+    resamples, calls, half_votes, second_look = 0, 0, [], 0
     kink_at = []
     while True:
         problem = setup.problem(rng)
@@ -761,13 +762,20 @@ def judge(subject, setup, rng):
             resamples += 1
             calls += engine.calls
             continue
-        passed = joint.ok
+        passed, each = joint.ok, []
         if passed and (half or problem.eps_numeric > EPS["float64"]):
             # float16, or finite differences in float32 (no float64 copy): the joint direction dilutes one tensor's
             # error among the others' rounding (a 3x weight gradient beside a large input gradient passed; one
             # element of a bias 1.5x); every tensor is judged on its own as well
-            passed = all(r.ok or r.kinky for r in (engine.directional(engine.tensor_dirs(dirs, {i}))
-                                                   for i in range(len(problem.tensors))))
+            each = [engine.directional(engine.tensor_dirs(dirs, {i})) for i in range(len(problem.tensors))]
+            passed = all(r.ok or r.kinky for r in each)
+        if not passed and not half and problem.eps_numeric > EPS["float64"] and not second_look:
+            # float32's noise, measured once, may fall short: a near miss is judged again at a new input
+            worst = max(abs(r.residual) / max(r.tolerance, 1e-300) for r in [joint] + each if not (r.ok or r.kinky))
+            if worst <= FLOAT32_MARGIN:
+                second_look += 1
+                calls += engine.calls
+                continue
         if half:
             # float16: the verdict of the majority of HALF_INPUTS inputs. A ReLU input within float16's rounding
             # of 0 takes another branch than in the float64 copy, and that unit's whole gradient differs (rare,

@@ -131,6 +131,12 @@ IDIOM_SPREAD = 32.0          # a softmax's e / (sum + eps) after the max subtrac
                              # 30,000 at B=2 T=16 D=64 H=4: max 12 (see idiom_allowance)
 # a float64 objective whose measured noise is this fraction of the gradient's size cannot resolve anything
 NOISE_CANNOT_JUDGE = 0.1
+# Finite differences in float32 (a module computing in float32 inside): the noise of f is measured from one
+# fourth difference, which can fall short of what the next evaluation shows. A disagreement within this many
+# tolerances is judged again at a second input, and fails only if that one disagrees too. Measured: a correct
+# decoder layer with float32 LayerNorms failed 1 of 40 seeds at 1.04x its tolerance; the zoo's gradient bugs
+# checked in float32 fail at 37x (one element of an attention weight off) to 10^7x
+FLOAT32_MARGIN = 3.0
 
 # ---- the known-bug matcher (gradlab.diagnosis.matcher) -----------------------------------------
 # A known-buggy variant names the cause when it reproduces the student's numbers to the comparison's
