@@ -66,9 +66,14 @@ def key_padding(subject, rng):
                "multiplies the weights after the softmax (the real keys' weights then move with the padded keys "
                "and no longer sum to 1); " + _HOW if zero == 0.0 else
                "padded keys must get exactly zero attention weight; " + _HOW)
+        row = mask[b]
+        n = int(row.sum())
+        left = "" if row[-n:].all() else (
+            f" (sample {b}'s {n} padded key{'s are' if n != 1 else ' is'} not at its end: the mask marks padded keys "
+            "anywhere; use it as it is, not as lengths)")
         raise CheckFailure(
             f"{kind.name}: changing the memory at padded key positions (e.g. sample {b}, key {j}) changed the "
-            f"output by {change:.3g} (tolerance {tol:.1g}): " + how,
+            f"output by {change:.3g} (tolerance {tol:.1g}){left}: " + how,
             {"max_change": change, "tolerance": tol, "padded_keys": len(padded)})
     largest = _padded_weights(subject, module, mask)
     note = ""

@@ -92,15 +92,20 @@ def src_len(cfg):
 
 
 def padding_mask(shape, rng):
-    """(B, S) bool, True where padded: each sample keeps a random prefix of at least half its keys, sample 0
-    always has padding (so padding is exercised) and, in a batch of several, the last none (so a mask applied
-    wrong shows as the padded samples alone differing), while no sample is padded entirely."""
+    """(B, S) bool, True where padded: each sample keeps at least half its keys, sample 0 always has padding (so
+    padding is exercised) and, in a batch of several, the last none (so a mask applied wrong shows as the padded
+    samples alone differing), while no sample is padded entirely. The other samples are padded at the end;
+    sample 0's padded keys sit just before its last key, which is real: a module that turns the mask into
+    lengths (keys j >= S - n_padded masked) masks the wrong keys there, and its first key stays real (a causal
+    mask in a cross-attention is then the reference check's to name)."""
     B, S = shape
     keep = rng.integers((S + 1) // 2, S + 1, size=B)
     keep[0] = min(keep[0], S - 1) if S > 1 else S
     if B > 1:
         keep[-1] = S
-    return np.arange(S)[None, :] >= keep[:, None]
+    mask = np.arange(S)[None, :] >= keep[:, None]
+    mask[0] = np.roll(mask[0], -1)
+    return mask
 
 
 @dataclass(frozen=True)
