@@ -11,7 +11,9 @@ Two parts, against gradlab's reference (modules/mixed_precision.py):
    inf (a float16 overflow of the scaled backward) and a NaN, which must be
    skipped, and enough good steps for dynamic scaling to grow the scale.
    Each step gets fresh zero master weights, so the update itself is compared,
-   exactly as float32 computes it: -lr * half_grad.astype(float32) / loss_scale.
+   exactly as float32 computes it: -lr * half_grad.astype(float32) / loss_scale;
+   one more step starts from weights float16 cannot hold, which must move by the
+   update alone (float32 master weights, not rebuilt from a float16 copy).
 """
 import numpy as np
 
@@ -98,6 +100,7 @@ def mixed_precision(subject, rng):
         if got_final != final:
             _fail_scale(kind, mode, cfg, len(steps), steps, got_final, final, rows, scales)
         views.append(curve(f"loss scale per step ({mode})", scales, ylabel="loss scale"))
+    _master_kept(subject, base, rng)
     views.insert(0, table("loss scaling, step by step", rows))
     return Outcome(f"to_half_precision / to_full_precision convert as the articles; {len(rows)} steps of static and "
                    f"dynamic loss scaling match the reference (unscaled in float32, {skipped} inf/NaN steps skipped, "
@@ -105,6 +108,35 @@ def mixed_precision(subject, rng):
                    f"from loss_scale {moved['loss_scale']:g}, growth_interval {moved['growth_interval']}, "
                    f"lr {moved['lr']:g})",
                    {"steps": len(rows), "skipped_steps": skipped}, {"views": views})
+
+
+def _master_kept(subject, cfg, rng):
+    """One more step, from master weights float16 cannot hold (the steps above start from zeros, which survive any
+    rounding): the weights must move by the update alone. A master rebuilt from its float16 copy
+    (p[...] = p.astype(float16).astype(float32)) loses the point of float32 master weights: updates smaller than
+    float16's spacing never add up."""
+    cfg = cfg.replace(loss_scaling="static")
+    start = {k: (1e-3 * (1 + rng.random(s))).astype(np.float32) for k, s in SHAPES.items()}
+    g16 = half_grads("ordinary", {k: (1e-2 * rng.standard_normal(s)).astype(np.float32) for k, s in SHAPES.items()},
+                     cfg.loss_scale)
+    ours, theirs_subject = reference_impl().get(subject.kind.name).target(cfg), subject.with_cfg(cfg)
+    want = {k: v.copy() for k, v in start.items()}
+    ours.step(want, {k: g.copy() for k, g in g16.items()})
+    got = {k: v.copy() for k, v in start.items()}
+    theirs_subject.step(theirs_subject.build(), got, {k: g.copy() for k, g in g16.items()})
+    for name in SHAPES:
+        moved, should = got[name].astype(np.float64) - start[name], want[name].astype(np.float64) - start[name]
+        # float32's rounding of the sum master + update, both ways of writing it (4 ulps of the weights)
+        allowed = UPDATE_TOL * float(np.abs(should).max()) + 4 * float(np.finfo(np.float32).eps) * 2e-3
+        if float(np.abs(moved - should).max()) > allowed:
+            half = np.abs(start[name].astype(np.float16).astype(np.float64) - start[name] + should - moved).max()
+            why = ("the master weights were rounded to float16 in the step (rebuilt from their float16 copy?): "
+                   "keep them float32 throughout and round only the copy used for the forward (to_half_precision)"
+                   if half <= allowed else
+                   f"they moved by {float(np.abs(moved).max()):.3g} where the update is {float(np.abs(should).max()):.3g}")
+            raise CheckFailure(f"{subject.kind.name}: a step from master weights of about 1e-3 (not representable in "
+                               f"float16) moved {name!r} by other than the update: {why}",
+                               {"error": float(np.abs(moved - should).max())})
 
 
 def _scale(subject, obj):
