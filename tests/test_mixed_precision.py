@@ -24,6 +24,8 @@ BROKEN = [
     # every scripted step started from zero master weights, which float16 holds exactly: it passed
     ("mp_bad_master_from_half.py", ["master weights of about 1e-3", "rounded to float16 in the step",
                                     "keep them float32 throughout"]),
+    # off by 3.8e-6 of the update at the third run's 256.5, under the 1e-5 allowed then
+    ("mp_bad_reciprocal_in_half.py", ["cfg.loss_scale = 256.5", "1/loss_scale taken in float16"]),
 ]
 
 
