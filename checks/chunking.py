@@ -3,7 +3,8 @@
 
 chunking: equal to full attention softmax(Q K^T / sqrt(d_k)) V for chunk sizes 1,
 one that does not divide T, T, and one larger than T; with causal=True (when the
-function takes it) the mask must use global positions across chunk boundaries.
+function takes it) the mask must use global positions across chunk boundaries; and
+finite at scores where exp() overflows unless each row's max is subtracted.
 
 memory: the point of chunking. Peak memory (tracemalloc, which sees NumPy's
 allocations) of one call at T = MEMORY_T and 2 * MEMORY_T with a fixed chunk size:
@@ -89,11 +90,32 @@ def chunking(subject, rng):
                     + (f"; likely cause: {hint}" if hint else ""),
                     {"chunk_size": c, "causal": causal, "max_error": err},
                     {"views": [table("chunk sizes tried", rows)]})
+    _large_scores(subject, Q, K, V, sizes[1], rows)
     note = "" if takes_causal else "; causal=True not tried: your function takes no causal argument"
     return Outcome(f"equals full attention for chunk sizes {', '.join(map(str, sizes))} (T={T})"
                    + (", with and without the causal mask" if takes_causal else "") + note,
                    {"chunk_sizes": len(sizes), "causal_checked": takes_causal},
                    {"views": [table("chunk sizes tried", rows)]})
+
+
+def _large_scores(subject, Q, K, V, c, rows):
+    """Scores up to 1.5 x the log of the dtype's largest number (about 1065 in float64, 133 in float32), where
+    exp() overflows unless each row's max is subtracted first: the output must stay finite. (Finite only: at
+    such scores float32's rounding of the scores moves the near one-hot weights more than a comparison allows.)"""
+    kind, dtype = subject.kind, subject.cfg.np_dtype
+    scores = np.abs(Q.astype(np.float64) @ K.astype(np.float64).transpose(0, 1, 3, 2)).max() / math.sqrt(Q.shape[-1])
+    s = math.sqrt(1.5 * math.log(float(np.finfo(dtype).max)) / max(float(scores), 1e-12))
+    got = call_chunked(subject, (Q * s).astype(dtype), (K * s).astype(dtype), V, c, finite=False)
+    bad = ~np.isfinite(np.asarray(got, dtype=np.float64))
+    rows.append({"chunk_size": c, "causal": False, "T": Q.shape[2], "max_error": "scores x " + f"{s * s:.3g}",
+                 "ok": not bad.any()})
+    if bad.any():
+        raise CheckFailure(
+            f"{kind.name}: with scores up to {1.5 * math.log(float(np.finfo(dtype).max)):.0f} (Q and K scaled by "
+            f"{s:.3g}), chunk_size={c}: the output has {int(bad.sum())} non-finite values (first at "
+            f"{tuple(int(i) for i in np.argwhere(bad)[0])}): exp(scores) overflowed {np.dtype(dtype).name}; subtract "
+            "each query row's max over its keys before exp (softmax(s) = exp(s - max) / sum), as full attention does",
+            {"chunk_size": c, "non_finite": int(bad.sum())}, {"views": [table("chunk sizes tried", rows)]})
 
 
 def peak_bytes(subject, T, rng, dtype):

@@ -24,10 +24,11 @@ def call_init(subject, shape, scheme, rng):
     return as_float_array(got, what, tuple(shape))
 
 
-def call_chunked(subject, Q, K, V, chunk_size, causal=None, copies=True, by_name=False):
+def call_chunked(subject, Q, K, V, chunk_size, causal=None, copies=True, by_name=False, finite=True):
     """chunked_attention(Q, K, V, chunk_size[, causal]) -> a float array shaped like Q (V's last axis).
     copies=False: the function gets the caller's own arrays (input_mutation watches them); by_name: causal
-    passed as causal=... (a keyword-only argument, causal_argument)."""
+    passed as causal=... (a keyword-only argument, causal_argument); finite=False: NaN and inf are returned,
+    for the caller to judge."""
     args = tuple(a.copy() if copies else a for a in (Q, K, V)) + (chunk_size,)
     kwargs = {} if causal is None else {"causal": causal} if by_name else {}
     args += () if causal is None or by_name else (causal,)
@@ -38,7 +39,7 @@ def call_chunked(subject, Q, K, V, chunk_size, causal=None, copies=True, by_name
     hint = (f": the last, shorter chunk (T = {T} in chunks of {chunk_size}) is dropped; loop over "
             f"range(0, T, chunk_size) and slice [start:start + chunk_size], which is shorter at the end"
             if got_T == (T // chunk_size) * chunk_size and got_T != T else "")
-    return as_float_array(out, what, Q.shape[:-1] + V.shape[-1:], hint)
+    return as_float_array(out, what, Q.shape[:-1] + V.shape[-1:], hint, finite=finite)
 
 
 def causal_argument(fn):

@@ -221,9 +221,10 @@ def describe(value):
     return f"a {type(value).__name__}"
 
 
-def as_float_array(value, what, shape, hint=""):
+def as_float_array(value, what, shape, hint="", finite=True):
     """Check that student code returned a float ndarray of `shape` with finite
-    values; raise StudentError saying exactly what is wrong otherwise."""
+    values (any values with finite=False: a check that looks at them itself);
+    raise StudentError saying exactly what is wrong otherwise."""
     if value is None:
         raise StudentError(f"{what} returned None; it must return an array of shape {shape} (a missing `return`?)")
     if isinstance(value, tuple):
@@ -240,7 +241,7 @@ def as_float_array(value, what, shape, hint=""):
                            "(an integer array truncates everything: check the dtype of your parameters)")
     if tuple(value.shape) != tuple(shape):
         raise StudentError(f"{what} returned shape {tuple(value.shape)}; expected {tuple(shape)}{hint}")
-    if np.isfinite(value).all():       # the common case in one pass (no negated copy)
+    if not finite or np.isfinite(value).all():       # the common case in one pass (no negated copy)
         return value
     bad = ~np.isfinite(value)
     if bad.any():
