@@ -570,19 +570,31 @@ def _smoothing_idiom(logits, targets):
     return idiom, strict, lambda i: IDIOM_EPS * np.abs(w) + rest
 
 
-def _encoder_side_only(names, wrong):
+def _encoder_side_only(names, wrong, zero=()):
     """A seq2seq whose wrong gradients are all on the encoder's side (their names say enc or src) while the
-    decoder's (dec, tgt) are right: what reaches the encoder, dmemory, is wrong. A sentence, or None."""
+    decoder's (dec, tgt) are right: what reaches the encoder, dmemory, is wrong, unless encoder tensors with a
+    gradient (not in `zero`: a key bias's is 0 whatever dmemory is, up to rounding) are right too. A sentence,
+    or None."""
     def side(name):
         low = name.lower()
         return "encoder" if ("enc" in low or "src" in low) else "decoder" if ("dec" in low or "tgt" in low) else None
     decoder = [n for n in names if side(n) == "decoder"]
     if not wrong or not decoder or any(side(n) != "encoder" for n in wrong):
         return None
+    right = [n for n in names if side(n) == "encoder" and n not in wrong and n not in zero]
+    if right:
+        # every encoder tensor's gradient passes through dmemory: with some of them right, dmemory is right, and the
+        # encoder's own backward goes wrong below those
+        shown = ", ".join(repr(n) for n in right[:3]) + (" ..." if len(right) > 3 else "")
+        return (f"Only the encoder's side is wrong ({len(wrong)} tensor{'s' if len(wrong) != 1 else ''}), the "
+                f"decoder's {len(decoder)} are right, and so are {len(right)} of the encoder's ({shown}): what "
+                "reaches the encoder (dmemory) is right, since every encoder gradient passes through it, and the "
+                "encoder's own backward goes wrong below the right ones (a layer's backward, or the order the "
+                "layers run backward in: last layer first)")
     return (f"Only the encoder's side is wrong ({len(wrong)} tensor{'s' if len(wrong) != 1 else ''}), the decoder's "
-            f"{len(decoder)} are right: the gradient backward sends into the encoder, dmemory, is wrong. With "
-            "several decoder layers it is the sum of every layer's cross-attention dmemory (dmemory += each "
-            "layer's, not =)")
+            f"{len(decoder)} are right: the gradient backward sends into the encoder, dmemory, is wrong (with "
+            "several decoder layers it is the sum of every layer's cross-attention dmemory: dmemory += each "
+            "layer's, not =), or the encoder's backward runs its layers in the wrong order (the last layer first)")
 
 
 def _smoothed_loss_words(loss, c, logits, targets):
@@ -939,7 +951,9 @@ def judge(subject, setup, rng):
             if sentence:
                 hint = f". {sentence[0].upper()}{sentence[1:]}"
     if not hint and kind.name == "seq2seq":
-        sentence = _encoder_side_only(names, [names[i] for i in bad])
+        sentence = _encoder_side_only(names, [names[i] for i in bad],
+                                      [n for n, r in zip(names, per) if r.magnitude == 0 or r.numerical == 0
+                                       or r.relative_tolerance > NOISE_CANNOT_JUDGE])     # (bk: 0 up to noise)
         if sentence:
             hint = f". {sentence}"
     metrics.update({"max_error": error, "tolerance": tolerance, "worst_tensor": t.name,

@@ -103,6 +103,11 @@ TABLE = [
     ("art_seq2seq_src_overwrite.py", "seq2seq", "gradient", ["'E_src'", "occur more than once", "np.add.at"]),
     ("art_seq2seq_dmemory_overwritten.py", "seq2seq", "gradient", ["Only the encoder's side is wrong",
                                                                   "dmemory += each layer's"]),
+    # it was blamed on dmemory, which is right: some encoder tensors' gradients are right, and they all pass
+    # through it
+    ("art_seq2seq_encoder_relu_grad_at_output.py", "seq2seq", "gradient",
+     ["Only the encoder's side is wrong", "what reaches the encoder (dmemory) is right",
+      "the encoder's own backward goes wrong"]),
 ]
 
 
