@@ -78,6 +78,10 @@ def _identity_hint(what, got, training):
     if what == "forward" and not got.any():
         return "every entry was dropped at p = 0: p is used as the probability of keeping an entry; it is the " \
                "probability of dropping one"
+    dropped = float(np.mean(got == 0))
+    if what == "forward" and dropped > 0:
+        return (f"{dropped:.0%} of the entries were dropped at p = 0 (cfg.dropout = 0): does build(cfg) pass "
+                "cfg.dropout to the module, or is p fixed inside it? With p = 0 nothing is dropped and 1/(1-p) = 1")
     return "with p = 0 nothing is dropped and 1/(1-p) = 1"
 
 

@@ -70,6 +70,9 @@ TABLE = [
     ("art_dropout_always_on.py", "dropout", "dropout", ["training=False", "identity"]),
     ("art_dropout_no_scale.py", "dropout", "dropout", ["not scaled", "1/(1-p)"]),
     ("art_dropout_keep_prob.py", "dropout", "dropout", ["probability of keeping"]),
+    # it was told "with p = 0 nothing is dropped", as if p = 0 needed a case of its own
+    ("art_dropout_p_fixed.py", "dropout", "dropout", ["of the entries were dropped at p = 0",
+                                                      "does build(cfg) pass cfg.dropout"]),
     ("art_dropout_new_mask.py", "dropout", "dropout", ["backward draws a new mask"]),
     ("art_dropout_backward_twice.py", "dropout", "dropout", ["scales by 1/(1-p) twice", "g * mask"]),
     ("art_dropout_eval_scaled.py", "dropout", "dropout", ["training=False", "identity"]),
