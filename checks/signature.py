@@ -2,22 +2,25 @@
 signature (cross_entropy's `ignore_index`, label_smoothing's `epsilon`). A function
 that lacks one fails here, once, saying what the argument means; the other checks
 still run without it (on targets with no padding; epsilon passed by position), so a
-missing argument is one clear failure rather than errors everywhere."""
+missing argument is one clear failure rather than errors everywhere. Where callers
+rely on a default (label_smoothing's epsilon=0.1, chunked_attention's causal=False),
+the function's own default must be it: the other checks always pass the argument."""
 import inspect
 
 from gradlab.contract.errors import CheckFailure, CheckSkipped
-from gradlab.contract.kinds import LOSS
+from gradlab.contract.kinds import CHUNKED, LOSS
 from gradlab.execution.subject import accepts_keyword
 from gradlab.contract.suite import Outcome, check
 
 
-@check("signature", needs={LOSS}, forms={"function"}, order=2,
-       summary="the loss function accepts every keyword argument of CONTRACT §3's signature (ignore_index, epsilon)")
+@check("signature", any_of={LOSS, CHUNKED}, forms={"function"}, order=2,
+       summary="the function accepts every keyword argument of CONTRACT §3's signature (ignore_index, epsilon), "
+               "with its defaults (epsilon=0.1, causal=False)")
 def signature(subject, rng):
     kind = subject.kind
     keywords = kind.keyword_args()
     try:
-        inspect.signature(subject.registration.target)
+        params = inspect.signature(subject.registration.target).parameters
     except (TypeError, ValueError):
         raise CheckSkipped(f"{kind.name}: the function has no signature Python can read (a builtin?), so which "
                            f"arguments it takes cannot be told; the other checks call it with them") from None
@@ -27,5 +30,17 @@ def signature(subject, rng):
         raise CheckFailure(f"{kind.name}: your function takes no {name} argument; CONTRACT §3's signature is "
                            f"{kind.signature()}: {keywords[name]}",
                            {"missing": ",".join(missing)})
+    for name, want in kind.keyword_defaults().items():
+        param = params.get(name)
+        if param is None or param.default is inspect.Parameter.empty or param.default == want or \
+                not (param.default is None or type(param.default) in (bool, int, float, str)):
+            continue      # (none: the checks that need it say so; no default: a caller must pass it, as gradlab does;
+            #              one that is no plain value: not read here)
+        raise CheckFailure(f"{kind.name}: {name} defaults to {param.default!r}; CONTRACT §3's signature is "
+                           f"{kind.signature()}, and a caller that leaves {name} out relies on {name}={want!r} "
+                           "(gradlab's other checks always pass it, so only this one sees the default)",
+                           {"default": str(param.default)})
     shown = ", ".join(keywords) or "no keyword arguments"
-    return Outcome(f"accepts {shown}, as CONTRACT §3's signature has it", {"keywords": len(keywords)})
+    defaults = ", ".join(f"{n}={v!r}" for n, v in kind.keyword_defaults().items() if n in params)
+    return Outcome(f"accepts {shown}" + (f", defaults {defaults}" if defaults else "") + ", as CONTRACT §3's "
+                   "signature has it", {"keywords": len(keywords)})

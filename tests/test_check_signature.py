@@ -76,3 +76,53 @@ def test_label_smoothing_without_epsilon_by_name_is_one_failure(run):
     assert "label_smoothing(logits, targets, epsilon=0.1)" in record.message
     assert "passed it by position" in record.message
     assert [c.name for c in result.checks if c.status != "pass"] == ["signature"]      # one failure only
+
+
+LS_EPSILON_0 = '''
+import numpy as np
+import gradlab
+
+
+@gradlab.register("label_smoothing")
+def label_smoothing(logits, targets, epsilon=0.0):       # the default is no smoothing at all
+    V = logits.shape[-1]
+    z = logits - logits.max(-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    q = np.full(logits.shape, epsilon / V)
+    np.put_along_axis(q, targets[..., None], 1 - epsilon + epsilon / V, axis=-1)
+    return -(q * logp).sum() / targets.size, (np.exp(logp) - q) / targets.size
+'''
+
+CHUNKED_CAUSAL = '''
+import numpy as np
+import gradlab
+
+
+@gradlab.register("chunked_attention")
+def chunked(Q, K, V, chunk_size, causal=True):          # causal unless told otherwise
+    T, d_k = Q.shape[2], Q.shape[3]
+    out = np.zeros(Q.shape[:-1] + V.shape[-1:], dtype=Q.dtype)
+    for i in range(0, T, chunk_size):
+        s = Q[:, :, i:i + chunk_size] @ K.transpose(0, 1, 3, 2) / np.sqrt(d_k)
+        if causal:
+            s = np.where(np.arange(T)[None, :] > np.arange(i, i + s.shape[2])[:, None], -np.inf, s)
+        e = np.exp(s - s.max(-1, keepdims=True))
+        out[:, :, i:i + chunk_size] = (e / e.sum(-1, keepdims=True)) @ V
+    return out
+'''
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+@pytest.mark.parametrize("kind, source, words", [
+    ("label_smoothing", LS_EPSILON_0, "epsilon defaults to 0.0; CONTRACT §3's signature is "
+                                      "label_smoothing(logits, targets, epsilon=0.1)"),
+    ("chunked_attention", CHUNKED_CAUSAL, "causal defaults to True; CONTRACT §3's signature is "
+                                          "chunked_attention(Q, K, V, chunk_size, causal=False)"),
+], ids=["epsilon=0.0", "causal=True"])
+def test_a_default_callers_rely_on_is_the_contract_s(tmp_path, isolate, kind, source, words):
+    # both passed every check: gradlab always passes the argument, so the default was never used
+    path = tmp_path / "defaults.py"
+    path.write_text(source)
+    result = gradlab.check(kind, impl=str(path), seed=1, isolate=isolate)
+    assert [c.name for c in result.checks if c.status != "pass"] == ["signature"], result.checks
+    assert words in result["signature"].message

@@ -186,6 +186,10 @@ class KindSpec:
         name -> what it means, for a message when a function takes none."""
         return _SIGNATURES.get(self.name, ("", {}))[1]
 
+    def keyword_defaults(self):
+        """name -> the default CONTRACT §3's signature gives it, where callers rely on it."""
+        return _DEFAULTS.get(self.name, {})
+
     def signature(self):
         """A function kind's call as CONTRACT §3 writes it, e.g. "softmax(x, axis=-1)"."""
         return _SIGNATURES.get(self.name, ("", {}))[0]
@@ -212,7 +216,13 @@ _SIGNATURES = {
                         {"epsilon": "the smoothing weight, passed by name as a caller does "
                                     "(label_smoothing(logits, targets, epsilon=0.2)): the target distribution is "
                                     "(1 - epsilon) * one_hot + epsilon / V. The other checks passed it by position"}),
+    "chunked_attention": ("chunked_attention(Q, K, V, chunk_size, causal=False)", {}),
 }
+
+# The defaults CONTRACT §3's signatures give, where a caller relies on them (label_smoothing(logits, targets) is
+# smoothed by 0.1; chunked_attention(Q, K, V, c) is not causal): a function whose default differs passes every
+# call gradlab makes (it always passes them) and misleads every caller that leaves them out
+_DEFAULTS = {"label_smoothing": {"epsilon": 0.1}, "chunked_attention": {"causal": False}}
 
 # Sizes CONTRACT §3 leaves to the module: name -> the axis (counted from the end) of the forward
 # output that shows it.

@@ -1451,11 +1451,27 @@ def _signature(reg):
         return None
     try:
         out = []
-        for name, kind, has_default in params:
+        for name, kind, has_default, *seen in params:
             if not (isinstance(name, str) and name.isidentifier()) or kind not in range(5):
                 return None
             out.append(inspect.Parameter(name, inspect._ParameterKind(kind),
-                                         default=None if has_default else inspect.Parameter.empty))
+                                         default=_default(seen) if has_default else inspect.Parameter.empty))
         return inspect.Signature(out)
     except (TypeError, ValueError):
         return None
+
+
+class UnseenDefault:
+    """A default the worker did not send (not a plain value): there is one, gradlab does not know it."""
+
+    def __repr__(self):
+        return "<a default gradlab does not see>"
+
+
+def _default(seen):
+    """A parameter's default as the worker sent it: a plain value (checked here, the worker is not trusted),
+    or UnseenDefault."""
+    value = seen[0].get("v", UnseenDefault) if seen and isinstance(seen[0], dict) else UnseenDefault
+    if value is None or type(value) in (bool, int, float) or (type(value) is str and len(value) <= 100):
+        return value
+    return UnseenDefault()

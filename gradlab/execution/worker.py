@@ -699,13 +699,22 @@ def _load(header, state):
 
 
 def _signature(fn):
-    """[[name, kind, has_default], ...] of fn's parameters, or None when unknown."""
+    """[[name, kind, has_default, default], ...] of fn's parameters, or None when unknown; the default itself
+    only when it is a plain value (None, a bool, a number, a short string: the signature check reads
+    epsilon=0.1), else None."""
     import inspect
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
-    return [[p.name, int(p.kind), p.default is not inspect.Parameter.empty] for p in sig.parameters.values()]
+    return [[p.name, int(p.kind), p.default is not inspect.Parameter.empty, _plain_default(p.default)]
+            for p in sig.parameters.values()]
+
+
+def _plain_default(value):
+    if value is None or type(value) in (bool, int, float) or (type(value) is str and len(value) <= 100):
+        return {"v": value}
+    return None
 
 
 def main():
