@@ -108,6 +108,8 @@ LABELS = {
     "loss": "your loss",
     "keywords": "keyword arguments accepted",
     "missing": "keyword arguments missing",
+    "default": "your default",
+    "error": "largest difference",
     "padded_keys": "padded keys",
     "max_change": "largest change",
     "max_padded_weight": "largest weight on a padded key",
