@@ -1,11 +1,10 @@
 """Correct: cross-attention whose projections live in a child holding nothing but a list of four Linear
-objects (the Annotated Transformer's self.linears), called with __call__, with no forward; the child had no
-backward of its own either (STYLE = "no backward") or one (STYLE = "backward"). It was not walked: its
-parameters were never found (smoke: "found no parameters with gradients")."""
+objects (the Annotated Transformer's self.linears), called with __call__, with no forward, and here a
+backward of its own (discovery_ok_cross_attention_child_list_no_backward.py: without one). It was not
+walked: its parameters were never found (smoke: "found no parameters with gradients")."""
 import numpy as np
 import gradlab
 
-STYLE = "backward"
 
 
 class Linear:
@@ -31,19 +30,17 @@ class Projections:                      # holds nothing but a list: [q, k, v, ou
         q, k, v = self.linears[0](x), self.linears[1](memory), self.linears[2](memory)
         return q, k, v
 
+
+class ProjectionsWithBackward(Projections):
     def backward(self, dq, dk, dv):
         return self.linears[0].backward(dq), self.linears[1].backward(dk) + self.linears[2].backward(dv)
 
 
-if STYLE == "no backward":
-    del Projections.backward
-
-
 class CrossAttention:
-    def __init__(self, cfg):
+    def __init__(self, cfg, projections=ProjectionsWithBackward):
         rng = np.random.default_rng(cfg.seed)
         self.H = cfg.num_heads
-        self.proj = Projections(cfg.d_model, rng, cfg.dtype)
+        self.proj = projections(cfg.d_model, rng, cfg.dtype)
 
     def forward(self, x, memory, key_padding_mask=None):
         B, T, D = x.shape
