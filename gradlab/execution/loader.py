@@ -476,17 +476,20 @@ def _package_name(folder):
 
 def _import_member(package, folder, name):
     """Import `name` (the package itself, or one of its files) as Python imports a package's module: the
-    package's __init__.py first, then the file, with `__package__` set for its relative imports."""
-    if package not in sys.modules:
-        spec = importlib.util.spec_from_file_location(package, os.path.join(folder, "__init__.py"),
-                                                      submodule_search_locations=[folder])
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[package] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            sys.modules.pop(package, None)
-            raise
+    package's __init__.py first, then the file, with `__package__` set for its relative imports. Each load
+    runs them again, as a plain file's does (a second gradlab.check in one session found no registration in
+    the module Python kept)."""
+    for other in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+        del sys.modules[other]
+    spec = importlib.util.spec_from_file_location(package, os.path.join(folder, "__init__.py"),
+                                                  submodule_search_locations=[folder])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[package] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(package, None)
+        raise
     return importlib.import_module(name)
 
 
