@@ -769,3 +769,52 @@ def test_a_misspelled_kind_in_a_file_costs_that_kind_only(tmp_path):
     said = set(failing(results["wendy"], "layernorm").values())
     assert len(said) == 1 and "'layer_norm' is no kind; did you mean 'layernorm'? Register it as 'layernorm'" \
         in said.pop()
+
+SOFTMAX_READING_ITS_DATA = """\
+import json, os
+import numpy as np
+import gradlab
+HERE = os.path.dirname(os.path.abspath(__file__))
+AXIS = json.load(open(os.path.join(HERE, "config.json")))["axis"]
+SHIFT = np.load(os.path.join(HERE, "data", "init.npy"))
+
+@gradlab.register("softmax")
+def softmax(x, axis=AXIS):
+    e = np.exp(x - x.max(axis=axis, keepdims=True) + SHIFT[0])
+    return e / e.sum(axis=axis, keepdims=True)
+"""
+
+
+def test_a_submissions_data_files_are_copied_beside_its_code_and_counted_in_its_digest(tmp_path):
+    # a correct submission that read config.json beside it scored 0: only its .py and .ipynb files were copied
+    import numpy as np
+    from gradlab.grading.submissions import MAX_DATA_MB, discover
+    niaj = tmp_path / "class" / "niaj"
+    (niaj / "data").mkdir(parents=True)
+    (niaj / "sol.py").write_text(SOFTMAX_READING_ITS_DATA)
+    (niaj / "config.json").write_text('{"axis": -1}')
+    np.save(niaj / "data" / "init.npy", np.zeros(3))
+    with open(niaj / "dataset.bin", "wb") as fh:      # too large to be copied (sparse: costs no disk)
+        fh.truncate((MAX_DATA_MB << 20) + 1)
+    results = grade_class(str(tmp_path / "class"), str(tmp_path / "out"), kinds="softmax", seed=SEED, workers=1,
+                          limits=Limits(wall=TIMEOUT), stream=open(os.devnull, "w"))
+    assert failing(results["niaj"], "softmax") == {}
+    record = json.loads((tmp_path / "out" / "niaj" / "gradlab.json").read_text())
+    assert record["files"] == ["sol.py"]                  # the code graded; the data went with it
+    assert f"dataset.bin: not copied beside the code, larger than {MAX_DATA_MB} MB" in record["notes"]
+    before = discover(str(tmp_path / "class"))[0]
+    assert sorted(before.data) == ["config.json", "data/init.npy"] and before.others[-1] == "dataset.bin"
+    (niaj / "config.json").write_text('{"axis": 1}')   # a changed data file grades the student again
+    assert discover(str(tmp_path / "class"))[0].digest() != before.digest()
+
+
+def test_a_submissions_data_files_are_copied_smallest_first_within_its_total(tmp_path, monkeypatch):
+    from gradlab.grading import submissions
+    monkeypatch.setattr(submissions, "MAX_DATA_TOTAL_MB", 1)
+    (tmp_path / "ann").mkdir()
+    (tmp_path / "ann" / "a.py").write_text("import gradlab\n")
+    for name, size in (("big.npy", 700 << 10), ("cfg.json", 10), ("mid.npy", 500 << 10)):
+        (tmp_path / "ann" / name).write_bytes(b"x" * size)
+    entry = submissions.discover(str(tmp_path))[0]
+    assert sorted(entry.data) == ["cfg.json", "mid.npy"]
+    assert entry.left_out == (("big.npy", "over the 1 MB a submission's other files may take in all"),)

@@ -92,12 +92,9 @@ def grade_submission(entry, kinds, rubric, seed, limits=Limits(), *, workdir=Non
         files, named, notes, broken, notebooks = _materialise(entry, folder)
         result = StudentResult(entry.student, entry.digest(), sorted(entry.files), notes=notes)
         result.notes += [f"{path}: not graded, {why}" for path, why in entry.skipped]
+        result.notes += [f"{path}: not copied beside the code, {why}" for path, why in entry.left_out]
         if not entry.files:
-            archive = any(o.lower().endswith((".zip", ".tar", ".gz", ".tgz", ".7z", ".rar")) for o in entry.others)
-            broken["(submission)"] = "the submission holds no .py or .ipynb file" + (
-                f" (it holds {', '.join(entry.others)}{'...' if len(entry.others) == 5 else ''}"
-                + ("; an archive is not unpacked: unpack it into the folder" if archive else "") + ")"
-                if entry.others else "")
+            broken["(submission)"] = _no_code(entry.others)
         refusals = {}
         found = _discover(files, broken, result.notes, limits, deadline, isolate, opened, refusals)
         for kind in kinds:
@@ -114,16 +111,28 @@ def grade_submission(entry, kinds, rubric, seed, limits=Limits(), *, workdir=Non
             shutil.rmtree(root, ignore_errors=True)
 
 
+def _no_code(others):
+    """Why a submission without a .py or .ipynb file is not graded, with what it holds."""
+    if not others:
+        return "the submission holds no .py or .ipynb file"
+    archive = any(o.lower().endswith((".zip", ".tar", ".gz", ".tgz", ".7z", ".rar")) for o in others)
+    return (f"the submission holds no .py or .ipynb file (it holds {', '.join(others[:5])}"
+            f"{'...' if len(others) > 5 else ''}"
+            f"{'; an archive is not unpacked: unpack it into the folder' if archive else ''})")
+
+
 def _materialise(entry, folder):
-    """Write the entry's files; notebooks become <stem>_ipynb.py. Returns
+    """Write the entry's files, its data files beside them (code that reads a file next to it finds it);
+    notebooks become <stem>_ipynb.py. Returns
     ({path on disk: name shown}, {name: kinds its source registers by a literal},
     notes, {name shown: reason it cannot be imported}, [(generated file's name, notebook's name,
     origins of its lines)])."""
     from gradlab.grading.notebook import to_source
+    for name, raw in entry.data.items():
+        _write(os.path.join(folder, *name.split("/")), raw)
     files, named, notes, broken, notebooks = {}, {}, [], {}, []
     for name, raw in sorted(entry.files.items()):
         path = os.path.join(folder, *name.split("/"))
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         if name.endswith(".ipynb"):
             try:
                 source, skipped, origins = to_source(raw, name)
@@ -135,10 +144,15 @@ def _materialise(entry, folder):
             notebooks.append((os.path.basename(path), os.path.basename(name), origins))
             raw = source.encode()
         named[name] = set(REGISTER_LITERAL.findall(raw.decode("utf-8", "replace")))
-        with open(path, "wb") as fh:
-            fh.write(raw)
+        _write(path, raw)
         files[path] = name
     return files, named, notes, broken, notebooks
+
+
+def _write(path, raw):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(raw)
 
 
 def _discover(files, broken, notes, limits, deadline, isolate, opened, refusals):

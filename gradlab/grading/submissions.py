@@ -2,9 +2,12 @@
 
 SUBMISSIONS holds, per student, a sub-folder (every .py and .ipynb in it, at
 any depth) or a single .py/.ipynb file; the entry's name (the file's name
-without its suffix) is the student. An entry travels by value (its files'
-bytes), so a job can run on another machine; its content hash decides whether
-a resumed run grades it again.
+without its suffix) is the student. A sub-folder's other files (a config.json,
+an init.npy) go with its code, up to MAX_DATA_MB each and MAX_DATA_TOTAL_MB in
+all: code that reads a file beside it finds it when graded, as when checked.
+An entry travels by value (its files' bytes), so a job can run on another
+machine; its content hash, data files included, decides whether a resumed run
+grades it again.
 """
 import hashlib
 import os
@@ -16,20 +19,32 @@ from gradlab.contract.errors import UsageError
 SUFFIXES = (".py", ".ipynb")
 SKIP_DIRS = {"__pycache__", ".ipynb_checkpoints", ".git"}
 MAX_FILE_MB = 64        # a .py or .ipynb larger than this is no submission's (a notebook with plots: a few MB)
+# every entry is held in memory from discovery on (a class of 300 is read before the first is graded), so a
+# data file is copied only when small: a config or initial weights, not a dataset
+MAX_DATA_MB = 8         # one data file beside the code
+MAX_DATA_TOTAL_MB = 16  # all of one submission's data files (the smallest first)
 
 
 @dataclass
 class Entry:
     student: str
-    files: dict = field(default_factory=dict)     # relative path -> bytes
-    others: tuple = ()                            # a few of its folder's other files (a .zip, a .txt), to be told
+    files: dict = field(default_factory=dict)     # relative path -> bytes: the code graded
     skipped: tuple = ()                           # (relative path, why) of .py/.ipynb files not read (_unreadable)
+    data: dict = field(default_factory=dict)      # relative path -> bytes: its folder's other files, copied beside
+    left_out: tuple = ()                          # (relative path, why) of its other files not copied
 
     def digest(self):
+        """The hash of its files' names and bytes, data files too (a changed config.json grades it again)."""
         h = hashlib.sha256()
-        for name in sorted(self.files):
-            h.update(os.fsencode(name) + b"\0" + hashlib.sha256(self.files[name]).digest())
+        every = {**self.files, **self.data}       # (a data file's name never ends in .py or .ipynb)
+        for name in sorted(every):
+            h.update(os.fsencode(name) + b"\0" + hashlib.sha256(every[name]).digest())
         return h.hexdigest()[:16]
+
+    @property
+    def others(self):
+        """The paths of its files that are not code, copied or not (what a submission without code holds)."""
+        return sorted([*self.data, *(path for path, _ in self.left_out)])
 
 
 # what `gradlab grade` writes beside the students' folders (gradlab.grading.outputs): no student may be called so
@@ -58,14 +73,14 @@ def discover(folder, exclude=(), ignored=None):
         path = os.path.join(folder, name)
         if os.path.abspath(path) in exclude:
             continue
-        others, skipped = (), ()
+        skipped, data, left_out = (), {}, ()
         why = _unreadable(path)
         if why is not None and (os.path.isdir(path) or name.endswith(SUFFIXES)):
             if ignored is not None:
                 ignored.append(f"{name} ({why})")
             continue
         if os.path.isdir(path):
-            student, (files, others, skipped) = name, _folder_files(path)
+            student, (files, skipped, data, left_out) = name, _folder_files(path)
         elif name.endswith(SUFFIXES):
             student, files = os.path.splitext(name)[0], {name: _read(path)}
         else:
@@ -84,7 +99,7 @@ def discover(folder, exclude=(), ignored=None):
             # file system that ignores case or normalises names, macOS's and Windows')
             raise UsageError(f"{folder}: {where[same[0]]} and {name} name students that differ only in case or "
                              "Unicode form; their results would share a folder on macOS or Windows: rename one")
-        entries[student], where[student] = Entry(student, files, others, skipped), name
+        entries[student], where[student] = Entry(student, files, skipped, data, left_out), name
     if not entries:
         raise UsageError(f"{folder}: no submissions (expected one sub-folder or .py/.ipynb file per student)")
     return list(entries.values())
@@ -96,9 +111,9 @@ def _folded(name):
 
 
 def _folder_files(root):
-    """({relative path: bytes} of its .py and .ipynb files, (up to 5 of its other files' relative paths),
-    ((relative path, why) of the .py and .ipynb files not read: _unreadable))."""
-    files, others, skipped = {}, [], []
+    """({relative path: bytes} of its .py and .ipynb files, ((relative path, why) of those not read: _unreadable),
+    {relative path: bytes} of its other files copied (_data_files), ((relative path, why) of those not copied))."""
+    files, skipped, other = {}, [], []
     for here, dirs, names in os.walk(root):          # (a linked folder is listed, not entered)
         for d in sorted(dirs):
             if os.path.islink(os.path.join(here, d)) and d not in SKIP_DIRS and not d.startswith("."):
@@ -106,23 +121,47 @@ def _folder_files(root):
                                 "a symbolic link to a folder: not followed"))
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
         for name in sorted(names):
+            if name.startswith("."):
+                continue
             path = os.path.join(here, name)
             relative = os.path.relpath(path, root).replace(os.sep, "/")
-            if name.endswith(SUFFIXES) and not name.startswith("."):
+            if name.endswith(SUFFIXES):
                 why = _unreadable(path)
                 if why is None:
                     files[relative] = _read(path)
                 else:
                     skipped.append((relative, why))
-            elif not name.startswith(".") and len(others) < 5:
-                others.append(relative)
-    return files, tuple(others), tuple(skipped)
+            else:
+                other.append((relative, path))
+    data, left_out = _data_files(other)
+    return files, tuple(skipped), data, left_out
 
 
-def _unreadable(path):
+def _data_files(candidates):
+    """The files beside the code that are copied with it, ({relative path: bytes}, ((relative path, why) of the
+    others)): regular files up to MAX_DATA_MB each, the smallest first while the submission's total stays
+    within MAX_DATA_TOTAL_MB."""
+    data, left_out, sized = {}, [], []
+    for relative, path in candidates:
+        why = _unreadable(path, MAX_DATA_MB)
+        if why is None:
+            sized.append((os.path.getsize(path), relative, path))
+        else:
+            left_out.append((relative, why))
+    total, over = 0, f"over the {MAX_DATA_TOTAL_MB} MB a submission's other files may take in all"
+    for size, relative, path in sorted(sized):
+        if total + size > MAX_DATA_TOTAL_MB << 20:
+            left_out.append((relative, over))
+            continue
+        data[relative] = _read(path)
+        total += size
+    return data, tuple(sorted(left_out))
+
+
+def _unreadable(path, max_mb=MAX_FILE_MB):
     """Why a submission's file or folder is not read (None: it is). A symbolic link is not followed (it may
     lead to a classmate's files, gradlab's own reference or a device); only regular files are read (a FIFO
-    blocks the reader, /dev/zero never ends), up to MAX_FILE_MB."""
+    blocks the reader, /dev/zero never ends), up to `max_mb`."""
     if os.path.islink(path):
         return "a symbolic link: not followed"
     if os.path.isdir(path):
@@ -134,8 +173,8 @@ def _unreadable(path):
     import stat
     if not stat.S_ISREG(info.st_mode):
         return "not a regular file"
-    if info.st_size > MAX_FILE_MB << 20:
-        return f"larger than {MAX_FILE_MB} MB"
+    if info.st_size > max_mb << 20:
+        return f"larger than {max_mb} MB"
     return None
 
 
