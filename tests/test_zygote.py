@@ -155,6 +155,7 @@ def test_refusals_say_why_a_worker_is_spawned(tmp_path, monkeypatch):
         assert "BLAS threads" in zygote.refusal(None, Limits(workers=1))
     lim = Limits(workers=os.cpu_count())
     (tmp_path / "mine.py").write_text("")
+    (tmp_path / "random.npy").write_text("")     # a data file beside the code (grade copies them) is not imported
     assert zygote.refusal(tmp_path / "mine.py", lim) is None
     (tmp_path / "numpy.py").write_text("")       # a fresh worker would import this file for `import numpy`
     assert "'numpy.py'" in zygote.refusal(tmp_path / "mine.py", lim)

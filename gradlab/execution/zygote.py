@@ -102,13 +102,21 @@ def _prepare():
 
 def _shadowed(folder):
     """A name in the submission's folder that `import NAME` would find there in a
-    fresh worker, but finds in sys.modules here (None: no such name)."""
+    fresh worker, but finds in sys.modules here (None: no such name). Only a folder
+    or a file that Python imports counts: a data file beside the code (random.npy,
+    token.json) is never imported."""
+    import importlib.machinery
     try:
         names = os.listdir(folder)
     except OSError:
         return None
     for entry in sorted(names):
-        stem = entry.split(".", 1)[0] if not os.path.isdir(os.path.join(folder, entry)) else entry
+        if os.path.isdir(os.path.join(folder, entry)):
+            stem = entry
+        elif entry.endswith(tuple(importlib.machinery.all_suffixes())):
+            stem = entry.split(".", 1)[0]
+        else:
+            continue
         if stem.isidentifier() and stem in sys.modules:
             return entry
     return None
