@@ -75,6 +75,10 @@ def run_command(*argv, cwd=None, timeout=60):
      "raised ModuleNotFoundError at imports.py:1: No module named 'torchh'"),
     (["check", "layernorm", "--impl", "{tmp}/raises.py"], "raised KeyError at raises.py:1"),
     (["check", "layernorm", "--impl", "{tmp}/exits.py"], "called sys.exit(1) at exits.py:1"),
+    (["check", "layernorm", "--impl", "{tmp}/reads.py"],
+     "raised FileNotFoundError at reads.py:1: [Errno 2] No such file or directory: 'init.npy'; a relative path is "
+     "read from the current folder, not your file's: name a file beside your code as "
+     "os.path.join(os.path.dirname(__file__), 'init.npy')"),
     (["check", "attention", "--impl", "{tmp}/student.py"],
      "registers no 'attention' module (it registers layernorm); add @gradlab.register('attention')"),
     (["check", "all", "--impl", "{tmp}/nothing.py"], "nothing.py registers nothing"),
@@ -87,6 +91,7 @@ def run_command(*argv, cwd=None, timeout=60):
     (["check", "attention", "--impl", "no_such_module_xyz"], "no such file or module: no_such_module_xyz"),
     (["check", "softmax", "--json", "{tmp}/no/such/folder/r.json"], "--json {tmp}/no/such/folder/r.json: the folder"),
 ], ids=["missing file", "folder", "syntax error", "import error", "raises at import", "sys.exit at import",
+        "a relative path at import",
         "no registration for the kind", "registers nothing", "unknown kind", "unknown check", "bad --set value",
         "unknown field", "--set without =", "invalid cfg", "unknown module", "--json folder missing"])
 def test_what_stops_the_command_exits_2_with_one_line(tmp_path, capsys, argv, words):
@@ -95,6 +100,8 @@ def test_what_stops_the_command_exits_2_with_one_line(tmp_path, capsys, argv, wo
     (tmp_path / "imports.py").write_text(MODULE.format(**GOOD).replace("import numpy as np", "import torchh"))
     (tmp_path / "raises.py").write_text("{}['missing']\n" + MODULE.format(**GOOD))
     (tmp_path / "exits.py").write_text("import sys; sys.exit(1)\n")
+    (tmp_path / "reads.py").write_text("open('init.npy')\n" + MODULE.format(**GOOD))
+    (tmp_path / "init.npy").write_text("")   # beside the file: found through __file__, not the current folder
     (tmp_path / "nothing.py").write_text("import gradlab\n")
     argv = [a.format(tmp=tmp_path) for a in argv]
     code, out, err = run_main(capsys, *argv)

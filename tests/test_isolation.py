@@ -162,6 +162,17 @@ def test_a_worker_that_dies_is_replaced_for_the_next_checks():
     assert not left_running() and not zombie_children()
 
 
+def test_a_file_not_found_by_a_relative_path_says_how_to_name_it_beside_the_code():
+    # np.load("init.npy") in forward, the file beside the code: the worker's current folder is its own
+    relative = {"type": "FileNotFoundError", "where": "sol.py:9",
+                "detail": "[Errno 2] No such file or directory: 'data/init.npy'"}
+    said = str(remote.RemoteException("forward", relative, Limits()))
+    assert said.endswith("; a relative path is read from the current folder, not your file's: name a file beside "
+                         "your code as os.path.join(os.path.dirname(__file__), 'data/init.npy')")
+    absolute = {"type": "FileNotFoundError", "detail": "[Errno 2] No such file or directory: '/data/init.npy'"}
+    assert "relative path" not in str(remote.RemoteException("forward", absolute, Limits()))
+
+
 def test_a_worker_that_ended_leaves_no_folder_once_the_next_one_starts():
     folders, kept = [], []
     launch = remote.Session._launch

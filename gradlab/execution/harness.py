@@ -8,6 +8,7 @@ is the checks' job.
 import contextlib
 import io
 import os
+import re
 import signal
 import sys
 import threading
@@ -166,7 +167,7 @@ def guarded(what, fn, *args, files=(), error=StudentError, alarm=True, **kwargs)
         where = student_frame(e, files)
         detail = str(e).strip().split("\n")[0] if str(e).strip() else ""
         message = f"{what} raised {type(e).__name__}" + (f" at {where}" if where else "") \
-            + (f": {detail}" if detail else "")
+            + (f": {detail}" if detail else "") + relative_path_hint(type(e).__name__, detail)
         if error is StudentError:
             raise StudentError(message, where=where) from e
         raise error(message) from e
@@ -174,6 +175,19 @@ def guarded(what, fn, *args, files=(), error=StudentError, alarm=True, **kwargs)
         if alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
             _armed = outer
+
+
+RELATIVE_MISSING = re.compile(r"No such file or directory: '(?![/~])([^']+)'")
+
+
+def relative_path_hint(kind, detail):
+    """Advice for a file not found by a relative path: a worker's current folder is a temporary one of its
+    own, not the code's (where `python my.py`, run there, found it)."""
+    missing = RELATIVE_MISSING.search(detail) if kind == "FileNotFoundError" else None
+    if missing is None:
+        return ""
+    return (f"; a relative path is read from the current folder, not your file's: name a file beside your code as "
+            f"os.path.join(os.path.dirname(__file__), {missing.group(1)!r})")
 
 
 def student_frame(exc, files=()):

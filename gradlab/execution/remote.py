@@ -106,7 +106,8 @@ class RemoteException(StudentError):
             return (f"{what} wrote more than {self.limits.output_mb:g} MB of output{at} (raise the limit with "
                     "--max-output)")
         detail = info.get("detail") or ""
-        return f"{what} raised {kind}{at}" + (f": {detail}" if detail else "")
+        said = f": {detail}" if detail else ""
+        return f"{what} raised {kind}{at}{said}" + harness.relative_path_hint(kind, detail)
 
     @property
     def traceback_text(self):
