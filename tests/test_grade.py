@@ -651,7 +651,19 @@ def test_files_that_are_not_submissions_are_told(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "not submissions, skipped: ALICE.PY (rename it to ALICE.py), README.txt" in out
     carol = json.loads((tmp_path / "o" / "carol" / "gradlab.json").read_text())
-    assert "it holds carol.zip; an archive is not unpacked" in carol["kinds"]["layernorm"]["checks"][0]["message"]
+    assert carol["kinds"]["layernorm"]["checks"][0]["message"] == (
+        "layernorm: not graded: the submission holds no .py or .ipynb file (it holds carol.zip; an archive is not "
+        "unpacked: unpack it into the folder)")
+
+
+def test_an_empty_submission_is_said_to_hold_no_code_and_nothing_else(tmp_path):
+    # judy's empty folder: "...holds no .py or .ipynb file; it may be the file that registers layernorm: the files
+    # that import register nothing", the tail meant for a file that does not import
+    (tmp_path / "class" / "judy").mkdir(parents=True)
+    results = grade_class(str(tmp_path / "class"), str(tmp_path / "out"), kinds="layernorm", seed=SEED, workers=1,
+                          stream=open(os.devnull, "w"))
+    assert set(failing(results["judy"], "layernorm").values()) == {
+        "layernorm: not graded: the submission holds no .py or .ipynb file"}
 
 
 def test_fractional_points_add_up_to_the_rubrics_maximum_exactly(tmp_path):

@@ -230,7 +230,9 @@ def _missing_reason(kind, found, broken, named, notes=(), refusals=None):
     even when its source does not name the kind literally (register(KIND)), and a message cut short (a
     report's line, the summary's diagnosis) still shows it. A notebook cell skipped whole that registers it
     (a cell magic, invalid Python) is said the same way, and so is a registration that does not count (a
-    misspelled kind: register("layer_norm"))."""
+    misspelled kind: register("layer_norm")). A submission without code is said alone."""
+    if "(submission)" in broken:
+        return f"{kind}: not graded: {broken['(submission)']}"
     if refusals and kind in refusals:
         return f"{kind}: not graded: {refusals[kind]}"
     suspects = [n for n in broken if kind in named.get(n, ())]
