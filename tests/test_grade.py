@@ -169,17 +169,20 @@ def test_each_students_workers_are_forked_from_the_judging_job(graded):
 
 SCHEMA = {
     "type": "object",
-    "required": ["score", "tests"],
+    "required": ["score", "output_format", "tests"],   # output text, not HTML: it quotes the student's code
     "properties": {
         "score": {"type": "number"}, "execution_time": {"type": "number"}, "output": {"type": "string"},
+        "output_format": {"const": "text"},
         "visibility": {"enum": list(rubric_mod.VISIBILITIES)},
         "stdout_visibility": {"enum": list(rubric_mod.VISIBILITIES)},
         "extra_data": {"type": "object"},
         "tests": {"type": "array", "items": {
-            "type": "object", "required": ["name", "score", "max_score", "status", "output", "visibility"],
+            "type": "object",
+            "required": ["name", "score", "max_score", "status", "output", "output_format", "visibility"],
             "properties": {"name": {"type": "string", "pattern": "^[a-z_]+::[a-z_]+$"},
                            "score": {"type": "number", "minimum": 0}, "max_score": {"type": "number"},
                            "status": {"enum": ["passed", "failed"]}, "output": {"type": "string"},
+                           "output_format": {"const": "text"},
                            "visibility": {"enum": list(rubric_mod.VISIBILITIES)},
                            "tags": {"type": "array", "items": {"type": "string"}}},
             "additionalProperties": False}},

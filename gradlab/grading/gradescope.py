@@ -5,7 +5,9 @@ max_score, status "passed" (full points) or "failed", the check's message and
 how to replay it as output, and the rubric's visibility. The top-level score
 is the sum of the tests'; gradlab's version, the seed and the resume key go in
 `extra_data`, which Gradescope stores without showing
-(https://gradescope-autograders.readthedocs.io/en/latest/specs/).
+(https://gradescope-autograders.readthedocs.io/en/latest/specs/). Every output
+is plain text (`output_format`): Gradescope renders the top-level one as HTML
+by default, and the outputs quote the student's code and error messages.
 """
 import shlex
 
@@ -14,6 +16,7 @@ from gradlab.execution.harness import DEFAULT_TIMEOUT
 from gradlab.grading.rubric import credit, partial_words
 
 STATUS = {True: "passed", False: "failed"}
+TEXT = "text"     # Gradescope's output_format that renders nothing: a student's `<b>` or `<script>` shows as written
 
 
 def results_json(student_result, rubric, seed, version, key=None, call_limit=None):
@@ -32,6 +35,7 @@ def results_json(student_result, rubric, seed, version, key=None, call_limit=Non
                 "max_score": rule.points,
                 "status": STATUS[score >= rule.points],
                 "output": _output(record, kind, check, impl, seed, call_limit) + partial_words(rule, record, score),
+                "output_format": TEXT,
                 "visibility": rule.visibility,
                 "tags": [kind, record["status"]],
             })
@@ -51,6 +55,7 @@ def results_json(student_result, rubric, seed, version, key=None, call_limit=Non
         "score": total,
         "execution_time": round(student_result.get("seconds", 0.0), 3),
         "output": "\n".join(lines),
+        "output_format": TEXT,
         "visibility": rubric.visibility,
         "stdout_visibility": "hidden",
         "extra_data": extra,
