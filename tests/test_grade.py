@@ -146,9 +146,9 @@ def test_every_student_has_every_kind_and_the_right_scores(graded):
                for o in failing(results["dave"], "attention").values())
     # erin's notebook: definitions graded, the training loop, the download and the magics skipped
     assert scores["erin"] == {"layernorm": LAYERNORM_POINTS, "attention": 0}
-    assert "erin.ipynb: cell 3 line 2: skipped `for epoch in range(10**9):`" in results["erin"]["output"]
-    assert "cell 4: skipped (cell magic %%time)" in results["erin"]["output"]
-    assert "cell 5 line 1: skipped (not valid Python" in results["erin"]["output"]
+    assert "erin.ipynb: code cell 3 line 2: skipped `for epoch in range(10**9):`" in results["erin"]["output"]
+    assert "erin.ipynb: code cell 4: skipped (cell magic %%time)" in results["erin"]["output"]
+    assert "erin.ipynb: code cell 5 line 1: skipped (not valid Python" in results["erin"]["output"]
     assert "skipped `data = urllib.request.urlopen(" in results["erin"]["output"]
     # frank: the endless loop costs him attention (and the time limit), not his layernorm
     assert scores["frank"] == {"layernorm": LAYERNORM_POINTS, "attention": 0}
@@ -415,7 +415,7 @@ def test_notebook_rule_keeps_definitions_and_skips_the_rest():
     from gradlab.grading.notebook import to_source
     source, notes, origins = to_source(notebook(
         "import numpy as np\nimport gradlab\nD = 64\nrng = np.random.default_rng(0)\n"
-        "model = Model(D)\nplt.plot([1, 2])\n"
+        "model = Model(D)\nplt.plot([1, 2]); plt.show()\n"
         "@gradlab.register('layernorm')\ndef build(cfg):\n    return None\n"
         "try:\n    import torch\nexcept ImportError:\n    torch = None\n").encode(), "nb.ipynb")
     compile(source, "nb.py", "exec")
@@ -424,8 +424,11 @@ def test_notebook_rule_keeps_definitions_and_skips_the_rest():
         assert kept in source, kept
     for gone in ("model = Model(D)", "plt.plot", "pip install", "%matplotlib", "for epoch", "urlopen"):
         assert gone not in source, gone
-    assert any("cell 2 line 5: skipped `model = Model(D)`" in n for n in notes)
-    assert any("cell 2 line 6: skipped `plt.plot([1, 2])`" in n for n in notes)
+    assert any("nb.ipynb: code cell 2 line 5: skipped `model = Model(D)`" in n for n in notes)
+    # (two statements on a line were two identical notes; "cell 2" counts code cells: the markdown cell is not one)
+    assert [n for n in notes if "line 6" in n] == [
+        "nb.ipynb: code cell 2 line 6: skipped `plt.plot([1, 2]); plt.show()` (runs code at the top level; only "
+        "definitions are graded)"]
     assert len(origins) == source.count("\n")
     assert origins[[ln.strip() for ln in source.splitlines()].index("D = 64")] == (2, 3)   # guarded: try: D = 64
     with pytest.raises(ValueError, match="not a readable notebook"):
@@ -448,10 +451,10 @@ def test_an_error_in_a_notebook_is_said_at_its_cell_and_line(tmp_path):
     results = grade_class(str(tmp_path / "class"), str(tmp_path / "out"), kinds="layernorm", seed=SEED,
                           workers=1, limits=Limits(wall=TIMEOUT), stream=open(os.devnull, "w"))
     smoke = failing(results["nia"], "layernorm")["smoke"]
-    assert f"backward raised ValueError at nia.ipynb cell 2 line {line}: oops" in smoke, smoke
+    assert f"backward raised ValueError at nia.ipynb code cell 2 line {line}: oops" in smoke, smoke
     record = json.loads((tmp_path / "out" / "nia" / "gradlab.json").read_text())
     text = json.dumps(record)
-    assert "_ipynb" not in text and f'nia.ipynb\\", cell 2 line {line}, in backward' in text
+    assert "_ipynb" not in text and f'nia.ipynb\\", code cell 2 line {line}, in backward' in text
 
 
 def test_a_kept_notebook_line_that_fails_is_skipped_and_the_rest_graded(tmp_path):
@@ -468,17 +471,17 @@ def test_a_kept_notebook_line_that_fails_is_skipped_and_the_rest_graded(tmp_path
                           workers=1, limits=Limits(wall=TIMEOUT), stream=open(os.devnull, "w"))
     assert per_kind(results["nora"]) == {"layernorm": LAYERNORM_POINTS}, failing(results["nora"], "layernorm")
     output = results["nora"]["output"]
-    assert ("nora.ipynb: cell 1 line 1: skipped `from google.colab import drive` (it raised ModuleNotFoundError: "
-            "No module named 'google'; the rest of the notebook is graded)") in output
-    assert "cell 2 line 1: skipped `X = np.load('data/train.npy')` (runs code at the top level" in output
-    assert "cell 2 line 2: skipped `Y = np.loadtxt('data/y.csv')` (runs code at the top level" in output
-    assert "cell 3 line 1: skipped `big = np.ones((60000, 60000))` (it raised MemoryError" in output
+    assert ("nora.ipynb: code cell 1 line 1: skipped `from google.colab import drive` (it raised "
+            "ModuleNotFoundError: No module named 'google'; the rest of the notebook is graded)") in output
+    assert "code cell 2 line 1: skipped `X = np.load('data/train.npy')` (runs code at the top level" in output
+    assert "code cell 2 line 2: skipped `Y = np.loadtxt('data/y.csv')` (runs code at the top level" in output
+    assert "code cell 3 line 1: skipped `big = np.ones((60000, 60000))` (it raised MemoryError" in output
 
 
 def test_kept_statements_are_guarded_and_definitions_left_as_they_are():
     from gradlab.grading.notebook import _cell
     kept, skipped = _cell('from __future__ import annotations\nimport numpy as np\nD = 64; E = np.zeros(3)\n'
-                          'S = """a\nb"""\ndef f(x):\n    return x\n', "n.ipynb: cell 1")
+                          'S = """a\nb"""\ndef f(x):\n    return x\n', "n.ipynb: code cell 1")
     kept = "\n".join(kept)
     assert kept.count("try:") == 1 and "try:\n    import numpy as np\nexcept Exception" in kept
     assert "\nD = 64; E = np.zeros(3)\nS = \"\"\"a\nb\"\"\"\ndef f(x):" in kept and not skipped
@@ -712,7 +715,7 @@ def test_a_kind_in_a_notebook_cell_skipped_whole_says_so_and_function_kinds_get_
     results = grade_class(str(tmp_path / "class"), str(tmp_path / "out"), kinds="softmax", seed=SEED, workers=1,
                           limits=Limits(wall=TIMEOUT), stream=open(os.devnull, "w"))
     said = set(failing(results["tim"], "softmax").values())
-    assert said == {"softmax: not graded: tim.ipynb: cell 2: skipped (cell magic %%time); it holds "
+    assert said == {"softmax: not graded: tim.ipynb: code cell 2: skipped (cell magic %%time); it holds "
                     "register('softmax'), so that kind is not graded: remove that line"}, said
     assert all(o.endswith("add @gradlab.register('softmax') above the function")
                for o in failing(results["una"], "softmax").values())
@@ -833,3 +836,15 @@ def test_a_submissions_data_files_are_copied_smallest_first_within_its_total(tmp
     entry = submissions.discover(str(tmp_path))[0]
     assert sorted(entry.data) == ["cfg.json", "mid.npy"]
     assert entry.left_out == (("big.npy", "over the 1 MB a submission's other files may take in all"),)
+
+
+def test_a_notebook_that_cannot_be_read_is_said_in_the_notes_and_one_with_a_bom_is_read(tmp_path):
+    # a notebook that is not JSON was said only in each kind's records, not among the notes; one saved with a
+    # UTF-8 byte order mark (as Windows editors write; a .py file with one is read) was not read at all
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "ola.ipynb").write_text('{"cells": [')
+    (tmp_path / "class" / "pia.ipynb").write_bytes(b"\xef\xbb\xbf" + notebook(MODULES).encode())
+    results = grade_class(str(tmp_path / "class"), str(tmp_path / "out"), kinds="layernorm", seed=SEED, workers=1,
+                          limits=Limits(wall=TIMEOUT), stream=open(os.devnull, "w"))
+    assert "note: ola.ipynb is not a readable notebook (NotJSONError" in results["ola"]["output"]
+    assert per_kind(results["pia"]) == {"layernorm": LAYERNORM_POINTS}

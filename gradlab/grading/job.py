@@ -136,8 +136,9 @@ def _materialise(entry, folder):
         if name.endswith(".ipynb"):
             try:
                 source, skipped, origins = to_source(raw, name)
-            except ValueError as e:
+            except ValueError as e:      # not a notebook: said in the results, as a file that does not import is
                 broken[name] = str(e)
+                notes.append(broken[name])
                 continue
             notes.extend(skipped)
             path = path[:-len(".ipynb")] + "_ipynb.py"

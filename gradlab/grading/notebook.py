@@ -13,6 +13,8 @@ cell, gradlab keeps only the top-level statements that define things:
 Everything else (loops, `with`, other calls such as `train(model)` or
 `plt.show()`, assignments from them, NumPy's file reading and writing such as
 `np.load`) is skipped, and the result lists which cell and line were skipped.
+A cell is said as "code cell N": code cells are counted from 1, markdown cells
+not (a notebook's editor numbers no cell, and its execution counts change).
 IPython magics and shell lines (`%...`, `!...`) are dropped; a cell magic
 (`%%time`, ...) drops its cell. A cell that is not valid Python once those
 lines are gone is skipped whole, with the reason.
@@ -44,7 +46,7 @@ def to_source(raw, name):
     Raises ValueError with one line when it is not a readable notebook."""
     import nbformat
     try:
-        nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
+        nb = nbformat.reads(raw.decode("utf-8-sig"), as_version=4)     # (a BOM, as Windows editors write)
     except Exception as e:   # nbformat raises several types for a broken file
         raise ValueError(f"{name} is not a readable notebook ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
     lines, origins, notes = [], [], []
@@ -53,9 +55,9 @@ def to_source(raw, name):
         if cell.cell_type != "code":
             continue
         number += 1
-        kept, skipped = _cell(cell.source, f"{name}: cell {number}")
+        kept, skipped = _cell(cell.source, f"{name}: code cell {number}")
         for line, what in skipped:
-            notes.append(f"{name}: cell {number}" + (f" line {line}" if line else "") + f": {what}")
+            notes.append(f"{name}: code cell {number}" + (f" line {line}" if line else "") + f": {what}")
         if not "".join(kept).strip():
             continue
         lines.append(f"# ---- {name}, code cell {number} ----")
@@ -69,7 +71,7 @@ def to_source(raw, name):
 
 def relocate(text, generated, shown, origins):
     """`text` with the generated file's name `generated` said as the notebook's `shown`, and its lines as the
-    notebook's cells and lines: "at nb_ipynb.py:29" -> "at nb.ipynb cell 3 line 13" (a traceback's
+    notebook's cells and lines: "at nb_ipynb.py:29" -> "at nb.ipynb code cell 3 line 13" (a traceback's
     `"nb_ipynb.py", line 29` likewise). The generated file's numbers mean nothing to the student."""
     import re
 
@@ -78,7 +80,7 @@ def relocate(text, generated, shown, origins):
         origin = origins[int(number) - 1] if number and 0 < int(number) <= len(origins) else None
         if origin is None:
             return shown + (f":{number}" if match.group(1) else f'", line {number}' if number else "")
-        where = f"cell {origin[0]} line {origin[1]}"
+        where = f"code cell {origin[0]} line {origin[1]}"
         return f"{shown} {where}" if match.group(1) else f'{shown}", {where}'
     return re.sub(r"(?<![\w-])" + re.escape(generated) + r'(?::(\d+)|", line (\d+))?', said, text)
 
@@ -98,8 +100,9 @@ def _cell(source, where):
     for stmt in tree.body:
         first = clean[stmt.lineno - 1].strip()
         if not _defines(stmt):
-            skipped.append((stmt.lineno, f"skipped `{first[:60]}` (runs code at the top level; "
-                                         "only definitions are graded)"))
+            if not any(line == stmt.lineno for line, _ in skipped):    # `plt.plot(x); plt.show()`: one line, one note
+                skipped.append((stmt.lineno, f"skipped `{first[:60]}` (runs code at the top level; "
+                                             "only definitions are graded)"))
             for i in range(stmt.lineno - 1, stmt.end_lineno):
                 kept[i] = ""     # blank, so the lines kept keep their numbers within the cell
         elif _guardable(stmt, tree.body):
