@@ -8,6 +8,7 @@ import io
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import zipfile
@@ -389,9 +390,15 @@ def test_autograder_zip_grades_a_fake_root(graded, tmp_path):
         zf.extractall(root / "source")
     (root / "submission").mkdir()
     (root / "submission" / "modules.py").write_text(BAD_LAYERNORM)   # bob's submission
-    script = root / "source" / "run_autograder"
-    env = {**os.environ, "GRADLAB_AUTOGRADER_ROOT": str(root), "GRADLAB_PYTHON": sys.executable}
-    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=120)
+    # README's recipe, as written, where the `python3` on PATH has no gradlab (without GRADLAB_PYTHON it failed)
+    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
+    recipe = re.search(r"`(GRADLAB_AUTOGRADER_ROOT=[^`]*run_autograder)`", readme).group(1)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python3").write_text("#!/bin/sh\necho 'No module named gradlab' >&2\nexit 1\n")
+    (tmp_path / "bin" / "python3").chmod(0o755)
+    command = re.sub(r"\bROOT\b", str(root), recipe).replace("=PYTHON", f"={sys.executable}")
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     data = json.loads((root / "results" / "results.json").read_text())
     assert data["score"] == results["bob"]["score"]

@@ -1,16 +1,18 @@
 """`gradlab autograder`: the zip Gradescope takes for a programming assignment.
 
-    setup.sh          installs Python's venv tools and this gradlab version (pip)
+    setup.sh          installs python3 and pip (apt-get), then requirements.txt into that python3 (pip)
     requirements.txt  gradlab==VERSION (with nbformat for notebooks)
     run_autograder    grades $GRADLAB_AUTOGRADER_ROOT/submission (default /autograder)
                       into $GRADLAB_AUTOGRADER_ROOT/results/results.json
     assignment.json   the assignment: kinds, seed, gradlab version
     rubric.toml       the rubric, when one was given
 
-run_autograder calls `python3 -m gradlab grade` on a folder holding the one
-submission, then copies its results.json where Gradescope reads it. The root
-is an environment variable so a test (or a teacher) can run the script
-against a fake root folder before uploading.
+run_autograder calls `$GRADLAB_PYTHON -m gradlab grade` (default `python3`, the
+one setup.sh installed gradlab into) on a folder holding the one submission,
+then copies its results.json where Gradescope reads it. The root and the
+Python are environment variables so a test (or a teacher) can run the script
+against a fake root folder, with a Python that has gradlab, before uploading
+(README, "Gradescope").
 """
 import io
 import shlex
@@ -36,7 +38,7 @@ status=$?
 if [ -f "$WORK/out/student/results.json" ]; then
   cp "$WORK/out/student/results.json" "$ROOT/results/results.json"
 else
-  printf '{{"score": 0, "output": "gradlab could not grade this submission (exit status %s); the instructor sees the log.", "tests": []}}\\n' "$status" > "$ROOT/results/results.json"
+  printf '{{"score": 0, "output": "gradlab could not grade this submission (exit status %s); the instructor sees the log.", "output_format": "text", "tests": []}}\\n' "$status" > "$ROOT/results/results.json"
 fi
 rm -rf "$WORK"
 exit 0
