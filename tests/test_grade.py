@@ -405,6 +405,66 @@ def test_autograder_zip_grades_a_fake_root(graded, tmp_path):
     assert [t["name"] for t in data["tests"]] == [t["name"] for t in results["bob"]["tests"]]
 
 
+def test_autograder_ships_a_wheel_given_as_requirement_and_refuses_one_that_is_not_there(tmp_path, capsys,
+                                                                                         monkeypatch):
+    # --requirement ./dist/gradlab-0.1.0-py3-none-any.whl was written into requirements.txt, the file left out
+    # of the zip: setup.sh failed on Gradescope, and only there
+    monkeypatch.chdir(tmp_path)
+    name = "gradlab-0.1.0-py3-none-any.whl"
+    argv = ["autograder", "--kinds", "layernorm", "--out", "autograder.zip", "--requirement", f"./dist/{name}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"--requirement ./dist/{name}: no such file" in err and len(err.strip().splitlines()) == 1, err
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist" / name).write_bytes(b"the wheel's bytes")
+    assert main(argv) == 0 and "warning" not in capsys.readouterr().out   # (a requirement given: nothing to warn)
+    source = tmp_path / "source"
+    with zipfile.ZipFile("autograder.zip") as zf:
+        zf.extractall(source)
+    assert (source / "packages" / name).read_bytes() == b"the wheel's bytes"
+    assert (source / "requirements.txt").read_text().splitlines()[0] == f"./packages/{name}"
+    # setup.sh, run from elsewhere as Gradescope may, runs pip from its own folder, where that path leads
+    (tmp_path / "bin").mkdir()
+    for tool, body in (("apt-get", "exit 0"), ("python3", 'echo "$PWD $*" > "$LOG"; test -f packages/' + name)):
+        (tmp_path / "bin" / tool).write_text(f"#!/bin/sh\n{body}\n")
+        (tmp_path / "bin" / tool).chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}", "LOG": str(tmp_path / "log")}
+    done = subprocess.run(["bash", str(source / "setup.sh")], cwd="/", env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "log").read_text().split() == [str(source), "-m", "pip", "install", "--quiet", "-r",
+                                                      "requirements.txt"]
+
+
+def test_autograder_warns_when_the_default_requirement_cannot_install_this_gradlab(tmp_path, capsys, monkeypatch):
+    # PyPI's gradlab is another project: gradlab==VERSION installs this one only from an index that has it, yet a
+    # zip whose setup.sh would fail was written without a word
+    from importlib import metadata
+    from gradlab import __version__
+    from gradlab.grading import autograder
+
+    class Installed:
+        def __init__(self, direct_url):
+            self.version, self.direct_url = __version__, direct_url
+
+        def read_text(self, name):
+            return self.direct_url if name == "direct_url.json" else None
+
+    said = {}
+    for how, direct_url in [("index", None), ("checkout", '{"url": "file:///home/ta/gradlab", "dir_info": {}}'),
+                            ("wheel", '{"url": "file:///home/ta/gradlab-0.1.0-py3-none-any.whl", "archive_info": {}}')]:
+        monkeypatch.setattr(metadata, "distribution", lambda name, d=direct_url: Installed(d))
+        assert main(["autograder", "--kinds", "layernorm", "--out", str(tmp_path / f"{how}.zip")]) == 0
+        said[how] = capsys.readouterr().out.strip().splitlines()
+    assert len(said["index"]) == 1 and "warning" not in said["index"][0]
+    warning = said["checkout"][1]
+    assert warning.startswith("warning: this gradlab was installed from /home/ta/gradlab, not from a package index, "
+                              f"so setup.sh cannot install it as gradlab=={__version__}") and len(said["checkout"]) == 2
+    assert "--requirement dist/gradlab-" in warning and "python -m pip wheel --no-deps -w dist" in warning
+    assert "give --requirement /home/ta/gradlab-0.1.0-py3-none-any.whl (it goes in the zip)" in said["wheel"][1]
+    monkeypatch.setattr(autograder, "_origin", lambda: None)
+    assert autograder.default_requirement_warning() is None
+
+
 def test_the_readme_rubric_is_a_valid_rubric(tmp_path):
     readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
     block = readme.split("```toml\n", 1)[1].split("```", 1)[0]

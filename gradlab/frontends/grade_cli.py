@@ -51,7 +51,8 @@ def add_parsers(sub):
     a.add_argument("--timeout", type=float, metavar="SECONDS",
                    help=f"wall time for one submission (default {DEFAULT_WALL:g})")
     a.add_argument("--requirement", metavar="PIP_SPEC",
-                   help="how Gradescope's image installs gradlab (default gradlab==VERSION; a URL or wheel works)")
+                   help="how Gradescope's image installs gradlab (default gradlab==VERSION): a URL, or a wheel "
+                        "file here, which goes in the zip")
 
 
 def run(args):
@@ -113,7 +114,7 @@ def check_wall(seconds):
 
 
 def cmd_autograder(args):
-    from gradlab.grading.autograder import build
+    from gradlab.grading.autograder import build, default_requirement_warning
     args.seed = options.check_seed(args.seed)
     check_wall(args.timeout)
     if not args.kinds and not args.rubric:
@@ -126,4 +127,7 @@ def cmd_autograder(args):
                    requirement=args.requirement)
     print(f"wrote {args.out}: {', '.join(rubric.kinds)}, {rubric.max_score():g} points, seed {args.seed}; "
           "upload it as the assignment's autograder")
+    warning = None if args.requirement else default_requirement_warning()
+    if warning:
+        print(warning)
     return 0
