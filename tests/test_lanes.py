@@ -216,11 +216,15 @@ def test_ctrl_c_leaves_none_of_what_the_code_started_running(tmp_path):
     (tmp_path / "_layernorm.py").write_text((HOSTILE / "_layernorm.py").read_text())
     impl = tmp_path / "forks.py"
     impl.write_text(FORKS_SLEEPERS)
-    for delay in (1.0, 1.6):
+    for delay in (0.1, 0.7):          # after the code's first fork (~0.9 s from the start on an idle machine)
         (tmp_path / "pids.txt").write_text("")
         proc = subprocess.Popen([sys.executable, "-m", "gradlab", "check", "all", "--impl", str(impl), "--workers",
                                  "2", "--timeout", "30"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=ENV, start_new_session=True)
+        # (a fixed 1 s from the start found nothing forked yet on a loaded machine)
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "pids.txt").read_text().strip() and time.monotonic() < deadline:
+            time.sleep(0.02)
         time.sleep(delay)
         os.killpg(proc.pid, signal.SIGINT)
         proc.communicate(timeout=60)
