@@ -108,6 +108,8 @@ TABLE = [
                                                                   "dmemory += each layer's"]),
     # it was blamed on dmemory, which is right: some encoder tensors' gradients are right, and they all pass
     # through it
+    # the paper's E[ids] * sqrt(d_model) failed reference with no cause
+    ("art_seq2seq_embeddings_scaled.py", "seq2seq", "reference", ["embeddings multiplied by sqrt(d_model)"]),
     ("art_seq2seq_encoder_relu_grad_at_output.py", "seq2seq", "gradient",
      ["Only the encoder's side is wrong", "what reaches the encoder (dmemory) is right",
       "the encoder's own backward goes wrong"]),

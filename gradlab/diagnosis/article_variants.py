@@ -1,4 +1,4 @@
-"""Known-buggy forwards of the encoder and decoder layers (article 000), for the
+"""Known-buggy forwards of the encoder and decoder layers and the seq2seq model (article 000), for the
 `reference` check: (hint, fn(ref, inputs, cfg) -> output), where ref is gradlab's
 reference module holding the student's weights (already run forward once) and
 inputs forward's arguments (a tuple; x itself for a one-input kind). Each is the reference's computation with one slip,
@@ -79,6 +79,21 @@ def _decoder(cross_causal=False, norm="post"):
     return run
 
 
+def _scaled_embeddings(ref, inputs, cfg):
+    """The reference seq2seq with both embedding lookups multiplied by sqrt(d_model), as the Transformer paper
+    and the Annotated Transformer do (its output projection is a weight of its own, so scaling the tables is
+    the same as scaling the lookups)."""
+    p = ref.params
+    saved = {k: p[k].copy() for k in ("src_embedding", "tgt_embedding")}
+    try:
+        for k in saved:
+            p[k] *= math.sqrt(p[k].shape[-1])
+        return ref.forward(*inputs)
+    finally:
+        for k, v in saved.items():
+            p[k][...] = v
+
+
 _HEADS_AXIS = ("your output matches attention over the heads axis instead of the positions: article 000's layer "
                "reshapes Q to (T, n_heads, d_k) and multiplies Q @ K.transpose(0, 2, 1), which mixes heads, not time "
                "steps; split heads as (B, T, H, d_k).transpose(0, 2, 1, 3) so the scores are (B, H, T, T)")
@@ -96,6 +111,11 @@ VARIANTS = {
         ("your output matches a Pre-LN layer (x + attn(LN(x))); this kind is Post-LN: LN(x + attn(x)), then "
          "LN(h + ffn(h))", _encoder(norm="pre")),
         ("your output matches a GELU FFN; the encoder layer's FFN uses ReLU (article 000)", _encoder(act=_gelu)),
+    ],
+    "seq2seq": [
+        ("your output matches embeddings multiplied by sqrt(d_model) (the Transformer paper's E[ids] * sqrt(d_model)); "
+         "this kind's embedding is the plain lookup E[ids] plus the sinusoidal encoding, as article 000 writes it",
+         _scaled_embeddings),
     ],
     "decoder_layer": [
         ("your output matches a causal mask in the cross-attention: the decoder may see all of the encoder's "
