@@ -915,3 +915,18 @@ def test_a_notebook_that_cannot_be_read_is_said_in_the_notes_and_one_with_a_bom_
                           limits=Limits(wall=TIMEOUT), stream=open(os.devnull, "w"))
     assert "note: ola.ipynb is not a readable notebook (NotJSONError" in results["ola"]["output"]
     assert per_kind(results["pia"]) == {"layernorm": LAYERNORM_POINTS}
+
+
+def test_the_terminal_table_stays_aligned_with_partial_credit():
+    # "zed 86.6667/100" pushed its row out of line with the header
+    from gradlab.grading.run import print_table
+    rubric = rubric_mod.load(kinds=["layernorm", "attention"])
+    graded = {"zed": {"score": 260 / 3, "tests": [{"name": "layernorm::smoke", "score": 2 / 3},
+                                                  {"name": "attention::smoke", "score": 86}]},
+              "al": {"score": 22, "tests": [{"name": "layernorm::smoke", "score": 10},
+                                            {"name": "attention::smoke", "score": 12}]}}
+    out = io.StringIO()
+    print_table(out, graded, rubric)
+    lines = out.getvalue().splitlines()
+    assert len({len(line) for line in lines}) == 1, lines
+    assert "86.67/22" in lines[2] and "0.67" in lines[2]

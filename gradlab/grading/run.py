@@ -170,16 +170,21 @@ class Progress:
 
 
 def print_table(stream, graded, rubric):
+    """The class's scores, a row per student, columns aligned whatever the points (partial credit: 86.67)."""
     kinds = list(rubric.kinds)
     maximum = rubric.max_score()
     names = sorted(graded)
-    width = max([len("student")] + [len(n) for n in names])
-    cols = [max(len(k), 7) for k in kinds]
-    print(f"{'student':<{width}}  {'score':>9}  " + "  ".join(f"{k:>{c}}" for k, c in zip(kinds, cols)),
-          file=stream)
+    rows = []
     for name in names:
-        r = graded[name]
-        per = outputs._per_kind(r, kinds)
-        total = f"{r['score']:g}/{maximum:g}"
-        print(f"{name:<{width}}  {total:>9}  " + "  ".join(f"{per[k]:>{c}g}" for k, c in zip(kinds, cols)),
+        per = outputs._per_kind(graded[name], kinds)
+        rows.append([name, f"{_points(graded[name]['score'])}/{_points(maximum)}"] + [_points(per[k]) for k in kinds])
+    head = ["student", "score"] + kinds
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    for row in [head] + rows:
+        print(f"{row[0]:<{widths[0]}}  " + "  ".join(f"{v:>{w}}" for v, w in zip(row[1:], widths[1:])),
               file=stream)
+
+
+def _points(value):
+    """Points as a person reads them: at most two decimals (2/3 of a point: 0.67)."""
+    return f"{round(float(value), 2):g}"
