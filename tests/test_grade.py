@@ -930,3 +930,15 @@ def test_the_terminal_table_stays_aligned_with_partial_credit():
     lines = out.getvalue().splitlines()
     assert len({len(line) for line in lines}) == 1, lines
     assert "86.67/22" in lines[2] and "0.67" in lines[2]
+
+
+def test_results_of_a_student_no_longer_in_the_class_are_said(tmp_path):
+    # dora's folder left the class: out/dora stayed, silently, and grades.csv dropped her
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "bea.py").write_text("import numpy as np,\n")      # fast: it does not import
+    (tmp_path / "out" / "dora").mkdir(parents=True)
+    (tmp_path / "out" / "dora" / "results.json").write_text("{}")
+    out = io.StringIO()
+    grade_class(str(tmp_path / "class"), str(tmp_path / "out"), kinds="layernorm", seed=SEED, workers=1,
+                limits=Limits(wall=TIMEOUT), stream=out)
+    assert "holds the results of 1 student(s) no longer in" in out.getvalue() and "(dora)" in out.getvalue()

@@ -58,6 +58,11 @@ def grade_class(submissions, out, kinds=None, rubric_path=None, seed=None, worke
           f"{', '.join(kinds)} ({rubric.max_score():g} points), seed {seed}, gradlab {__version__}", file=stream)
     if ignored:
         print(f"not submissions, skipped: {_ignored_words(ignored)}", file=stream)
+    stale = _stale_results(out, {e.student for e in entries})
+    if stale:
+        print(f"warning: {out} holds the results of {len(stale)} student(s) no longer in {submissions} "
+              f"({', '.join(stale[:5])}{' ...' if len(stale) > 5 else ''}): left as they are, and not in grades.csv; "
+              "remove their folders if they left the class", file=stream)
     progress = Progress(stream, len(todo))
 
     written = {}      # every student file this run wrote: path -> its sha256, verified at the end
@@ -89,6 +94,15 @@ def grade_class(submissions, out, kinds=None, rubric_path=None, seed=None, worke
     written_files = [os.path.join(out, name) for name in ("grades.csv", "summary.html", "class.json")]   # (out/: one /)
     print(f"wrote {', '.join(written_files)} and a folder per student", file=stream)
     return graded
+
+
+def _stale_results(out, students):
+    """The student folders in `out` (a results.json inside) whose student is not in this class any more."""
+    try:
+        names = sorted(os.listdir(out))
+    except OSError:
+        return []
+    return [n for n in names if n not in students and os.path.isfile(os.path.join(out, n, outputs.RESULTS))]
 
 
 def _ignored_words(names):
