@@ -32,6 +32,8 @@ TABLE = [
     ("art_warmup_ok_article.py", "warmup", None, []),
     ("art_warmup_ok_step.py", "warmup", None, []),
     ("art_warmup_ok_noamopt.py", "warmup", None, []),     # (step() returns None and there is no get_last_lr())
+    # a bare TypeError ("missing 1 required positional argument: 'step'") was all it said
+    ("art_warmup_takes_the_step.py", "warmup", "smoke", ["counts its own steps", "is the schedule kind"]),
     ("art_warmup_ok_noamopt_rate_step.py", "warmup", None, []),   # (and rate(step) cannot be called bare: _rate)
     ("art_warmup_ok_step.py", "schedule", None, []),
     ("art_warmup_class_counter.py", "warmup", "trajectory", ["shared between instances", "class attribute"]),

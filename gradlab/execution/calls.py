@@ -68,6 +68,11 @@ def accepts(fn, n_args):
     return True
 
 
+STEP_ARGUMENT = ("the warmup kind's scheduler counts its own steps, so each call takes no argument (article 000's "
+                 "__call__(self)); a function of the step, lr(step) (TensorFlow's CustomSchedule), is the schedule "
+                 "kind: register it with gradlab.register('schedule') as schedule(step, d_model, warmup_steps)")
+
+
 class Scheduler:
     """A stateful scheduler as checks see it: next() advances one step and returns that step's lr.
     The object is called (article 000's __call__), or its step() is; a step() that returns None is
@@ -81,7 +86,16 @@ class Scheduler:
     def next(self):
         self.steps += 1
         what = f"{self.how} (call {self.steps})"
-        return self._value(what, self.subject.run(what, self.advance))
+        return self._value(what, self._run(what, self.advance))
+
+    def _run(self, what, fn, *args):
+        """subject.run, with a hint for a scheduler whose call takes the step (TensorFlow's CustomSchedule)."""
+        try:
+            return self.subject.run(what, fn, *args)
+        except StudentError as e:
+            if "required positional argument" in str(e):
+                e.args = (f"{e}; {STEP_ARGUMENT}",)
+            raise
 
     def take(self, count):
         """[next() for _ in range(count)]: the same calls, in order. Through a worker they are
@@ -100,7 +114,7 @@ class Scheduler:
                 out.append(self._value(f"{self.how} (call {self.steps})", got))
             if error is not None:
                 self.steps += 1
-                self.subject.run(f"{self.how} (call {self.steps})", _raise, error)
+                self._run(f"{self.how} (call {self.steps})", _raise, error)
         return out
 
     def _value(self, what, got):
