@@ -256,3 +256,9 @@ def test_a_gradient_wrong_everywhere_says_by_how_much_over_the_tensor(run, zoo):
     assert record.status == "fail"
     assert "over the tensor |analytical - numerical| = 9 x |numerical|" in record.message, record.message
     assert "along the check's random direction, error" in record.message
+
+
+def test_the_float32_second_look_does_not_pass_a_gradient_wrong_at_the_first_input(run, zoo):
+    # a near miss (2.5 x the tolerance) drew a new input, which agreed: a 1.01 x weight gradient passed
+    record = run("linear", zoo("grad_bad_linear_float32_weight_grad_1pct.py"), ["gradient"], seed=20)["gradient"]
+    assert record.status == "fail" and "gradient of 'weight' is wrong" in record.message, record.message
