@@ -7,6 +7,8 @@ rely on a default (label_smoothing's epsilon=0.1, chunked_attention's causal=Fal
 the function's own default must be it: the other checks always pass the argument."""
 import inspect
 
+import numpy as np
+
 from gradlab.contract.errors import CheckFailure, CheckSkipped
 from gradlab.contract.kinds import CHUNKED, LOSS
 from gradlab.execution.subject import accepts_keyword
@@ -31,16 +33,26 @@ def signature(subject, rng):
                            f"{kind.signature()}: {keywords[name]}",
                            {"missing": ",".join(missing)})
     for name, want in kind.keyword_defaults().items():
-        param = params.get(name)
-        if param is None or param.default is inspect.Parameter.empty or param.default == want or \
-                not (param.default is None or type(param.default) in (bool, int, float, str)):
-            continue      # (none: the checks that need it say so; no default: a caller must pass it, as gradlab does;
-            #              one that is no plain value: not read here)
-        raise CheckFailure(f"{kind.name}: {name} defaults to {param.default!r}; CONTRACT §3's signature is "
+        default = _plain(params[name].default) if name in params else None
+        if default is None or default == want:
+            continue      # (no such argument: the checks that need it say so; no default: a caller must pass it, as
+            #              gradlab does; None: "use the default" (epsilon = 0.1 if epsilon is None), or falsy as
+            #              causal; one that is no plain value: not read here)
+        param = params[name]
+        raise CheckFailure(f"{kind.name}: {name} defaults to {default!r}; CONTRACT §3's signature is "
                            f"{kind.signature()}, and a caller that leaves {name} out relies on {name}={want!r} "
                            "(gradlab's other checks always pass it, so only this one sees the default)",
-                           {"default": str(param.default)})
+                           {"default": str(default)})
     shown = ", ".join(keywords) or "no keyword arguments"
-    defaults = ", ".join(f"{n}={v!r}" for n, v in kind.keyword_defaults().items() if n in params)
+    defaults = ", ".join(f"{n}={_plain(params[n].default)!r}" for n in kind.keyword_defaults()
+                         if n in params and _plain(params[n].default) is not None)
     return Outcome(f"accepts {shown}" + (f", defaults {defaults}" if defaults else "") + ", as CONTRACT §3's "
                    "signature has it", {"keywords": len(keywords)})
+
+
+def _plain(value):
+    """A default as a plain value (a NumPy number as its Python number), or None where there is none to judge:
+    no default, None itself, or something that is no number, bool or string."""
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
+        value = value.item()
+    return value if type(value) in (bool, int, float, str) else None

@@ -126,3 +126,17 @@ def test_a_default_callers_rely_on_is_the_contract_s(tmp_path, isolate, kind, so
     result = gradlab.check(kind, impl=str(path), seed=1, isolate=isolate)
     assert [c.name for c in result.checks if c.status != "pass"] == ["signature"], result.checks
     assert words in result["signature"].message
+
+
+@pytest.mark.parametrize("default, status, words", [
+    ("None", "pass", "accepts epsilon, as CONTRACT"),                       # "epsilon = 0.1 if epsilon is None"
+    ("np.float64(0.0)", "fail", "epsilon defaults to 0.0"),
+    ("np.float64(0.1)", "pass", "defaults epsilon=0.1"),
+])
+def test_a_default_is_judged_as_the_value_it_is(tmp_path, default, status, words):
+    # None failed ("defaults to None"), np.float64(0.0) passed, and a pass claimed the contract's default
+    path = tmp_path / "ls.py"
+    path.write_text(LS_EPSILON_0.replace("epsilon=0.0", f"epsilon={default}").replace(
+        "    V = logits.shape[-1]", "    epsilon = 0.1 if epsilon is None else epsilon\n    V = logits.shape[-1]"))
+    record = gradlab.check("label_smoothing", impl=str(path), seed=1, checks=["signature"])["signature"]
+    assert record.status == status and words in record.message, record.message

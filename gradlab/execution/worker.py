@@ -712,6 +712,8 @@ def _signature(fn):
 
 
 def _plain_default(value):
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
+        value = value.item()                 # (epsilon=np.float64(0.1))
     if value is None or type(value) in (bool, int, float) or (type(value) is str and len(value) <= 100):
         return {"v": value}
     return None
