@@ -190,3 +190,14 @@ def test_the_workers_limits_have_flags(pytester):
         bad = pytester.runpytest("-p", "no:xdist", "--gradlab-impl", "loops.py", flag, value)
         assert bad.ret == pytest.ExitCode.USAGE_ERROR
         assert "gradlab: " in bad.stderr.str() and words in bad.stderr.str(), bad.stderr.str()
+
+
+def test_a_misspelled_kind_is_one_line_per_item_not_a_traceback(pytester):
+    # every layernorm item raised the loader's UsageError: ~900 lines of pytest and gradlab internals each
+    pytester.makepyfile(typo=STUDENT.replace('register("layernorm")', 'register("layer_norm")'))
+    result = pytester.runpytest("-p", "no:xdist", "--gradlab-impl", "typo.py", "--gradlab-seed", "3", "-k",
+                                "layernorm")
+    out = result.stdout.str()
+    assert result.ret == 1 and "Traceback" not in out and "UsageError" not in out
+    assert "layernorm: not checked: gradlab.register('layer_norm') at typo.py:" in out
+    result.assert_outcomes(failed=1, skipped=9)

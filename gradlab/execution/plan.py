@@ -283,7 +283,7 @@ class Plan:
         """Every planned check of `kind`: a KindResult (on_record(result, record) after each)."""
         result = self.result(kind)
         if kind in self.refused:
-            result.checks.append(CheckRecord(PRECONDITION, ERROR, f"{kind}: not checked: {self.refused[kind]}"))
+            result.checks.append(refused_record(kind, PRECONDITION, self.refused[kind]))
             if on_record:
                 on_record(result, result.checks[-1])
             return result
@@ -346,3 +346,11 @@ def run_one(check_spec, subject, seed):
                              details={"traceback": "".join(traceback.format_exception(e)).rstrip()})
     record.seconds = time.perf_counter() - start
     return record
+
+
+def refused_record(kind, check, why):
+    """The record of `check` for a kind whose registration does not count (a misspelled kind, gradlab's own
+    reference; loader's `refused`): an error for the precondition, saying why; the other checks not judged."""
+    said = f"{kind}: not checked: {why}"
+    return CheckRecord(check, ERROR, said) if check == PRECONDITION else \
+        CheckRecord(check, SKIP, f"not judged: the {PRECONDITION!r} precondition failed ({said})")

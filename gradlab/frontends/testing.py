@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from gradlab.contract import options
 from gradlab.execution import loader
-from gradlab.execution.plan import Plan, check_options, new_seed
+from gradlab.execution.plan import Plan, check_options, new_seed, refused_record
 from gradlab.execution.runner import time_limit
 from gradlab.contract.errors import UsageError
 from gradlab.contract.kinds import get_kind
@@ -147,6 +147,13 @@ def run_case(case, seed=None):
     Also leaves the full record for the pytest plugin to attach to the report."""
     global _last_record
     seed = session_seed() if seed is None else options.check_seed(seed, "seed")
+    loaded = implementation(case.impl)
+    refused = getattr(loaded, "refused", {})
+    if case.kind in refused and case.kind not in loaded.registrations:     # (a misspelled kind: one line, no plan)
+        record = refused_record(case.kind, case.check, refused[case.kind])
+        _last_record = jsonable({"impl": loaded.name, "kind": case.kind, "seed": seed, "config": {},
+                                 "record": record.to_dict()})
+        return record, seed
     p = plan(case, seed)
     with time_limit(_session_limits.timeout if _session_limits is not None else None):   # (code run in-process)
         record = p.run_check(case.kind, case.check)
@@ -175,7 +182,12 @@ def failure_text(case, record, seed):
 
 
 def replay_command(case, seed):
-    return plan(case, seed).replay(case.kind, case.check)
+    """The command that runs the case again, or None where there is no run to replay (a kind whose
+    registration does not count: the message says what to fix)."""
+    try:
+        return plan(case, seed).replay(case.kind, case.check)
+    except UsageError:
+        return None
 
 
 def jsonable(value):
