@@ -67,8 +67,21 @@ def check(kind, impl=None, checks=None, seed=None, isolate=None, **overrides):
     limits=gradlab.execution.limits.Limits(...) for the worker, workers=N kinds
     checked at a time through workers of their own (default: one per core from
     the main thread of a single-threaded process; README "How fast")."""
+    from gradlab.contract.errors import UsageError
     from gradlab.execution.runner import check as _check
-    return _check(kind, impl=impl, checks=checks, seed=seed, isolate=isolate, **overrides)
+    try:
+        return _check(kind, impl=impl, checks=checks, seed=seed, isolate=isolate, **overrides)
+    except UsageError as e:
+        raise UsageError(_as_python(str(e))) from None
+
+
+def _as_python(message):
+    """A UsageError's words as a Python caller writes them: the options' rules are written once, in the
+    command line's words ("--seed -1: ...; e.g. --seed 5", "e.g. --set d_model=12"); from gradlab.check
+    they read "seed=-1", "seed=5", "d_model=12"."""
+    import re
+    message = re.sub(r"--set (\w+=)", r"\1", message)
+    return re.sub(r"--(seed|timeout|workers) (-?[\w.+-]+|'[^']*')", r"\1=\2", message)
 
 
 def __getattr__(name):

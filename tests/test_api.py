@@ -145,7 +145,11 @@ def test_seed_replays_and_is_fresh_by_default():
     (lambda: gradlab.check("attention", checks=["gradiant"]), "unknown check 'gradiant': did you mean 'gradient'"),
     (lambda: gradlab.check("attention", dmodel=8), "unknown config field 'dmodel'; did you mean 'd_model'"),
     (lambda: gradlab.check("attention", impl="/no/such/file.py"), "no such file: /no/such/file.py"),
-], ids=["kind", "check", "field", "file"])
+    # the options' rules said the command line's words from Python too: "--seed -1 ...; e.g. --seed 5"
+    (lambda: gradlab.check("linear", seed=-1), r"^seed=-1: must be an integer .*; e\.g\. seed=5$"),
+    (lambda: gradlab.check("linear", timeout=-1), r"^timeout=-1: .*; e\.g\. timeout=20 \(seconds\), or timeout=0 "),
+    (lambda: gradlab.check("linear", d_model=-3), r"^d_model=-3: .*; e\.g\. d_model=12$"),
+], ids=["kind", "check", "field", "file", "seed", "timeout", "cfg field"])
 def test_usage_errors(call, words):
     with pytest.raises(UsageError, match=words):
         call()

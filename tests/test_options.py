@@ -235,13 +235,13 @@ def test_timeouts_that_are_accepted(value, words):
     ({"momentum": math.nan}, "momentum=nan: must be finite"),
     ({"d_model": 12.5}, "d_model=12.5: must be a whole number"),
     ({"d_model": True}, "d_model=True: must be an integer, not bool"),
-    ({"batch_size": "2x"}, "--set batch_size=2x: batch_size takes int values"),
+    ({"batch_size": "2x"}, "batch_size=2x: batch_size takes int values; e.g. batch_size=2"),
     ({"activation": "sigmoid"}, "activation='sigmoid': must be one of 'gelu', 'relu'"),
     ({"dtype": "longdouble"}, "is not supported; use float16, float32 or float64"),
     ({"loss_scaling": "banana"}, "loss_scaling='banana': must be one of 'dynamic', 'static'"),
-    ({"seed": -5}, "--seed -5: must be an integer in [0, 4294967295]"),
-    ({"timeout": math.nan}, "--timeout nan: must be finite"),
-    ({"timeout": -1}, "--timeout -1"),
+    ({"seed": -5}, "seed=-5: must be an integer in [0, 4294967295]"),          # (Python's words, not --seed -5)
+    ({"timeout": math.nan}, "timeout=nan: must be finite"),
+    ({"timeout": -1}, "timeout=-1: "),
     ({"d_model": 100000}, "d_model=100000: too large for attention"),
     ({"checks": 5}, "checks=5: must be check names"),
     ({"checks": []}, "--checks []: names no check"),
@@ -271,7 +271,7 @@ def test_the_size_message_names_a_size_that_fits():
         gradlab.check("attention", seed=0, d_model=100000)
     message = str(info.value)
     assert "480 GB in float64" in message
-    fits = int(message.split("e.g. --set d_model=")[1].split(",")[0])
+    fits = int(message.split("e.g. d_model=")[1].split(",")[0])
     assert fits % 2 == 0 and fits >= 12
     seconds, _ = options.estimate("attention", {**{k: getattr(Config(), k) for k in options.SIZES},
                                                 "d_model": fits},
