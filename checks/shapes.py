@@ -316,5 +316,6 @@ def _load_rows(subject, missing, rows, notes):
         return
     for name, shape in missing.items():
         rows.info(f"reference {name!r}", shape, "loaded through your param_map")
-    notes.append(f"{len(missing)} reference parameters are loaded through your param_map "
-                 f"({', '.join(missing)})")
+    notes.append(f"{len(missing)} reference parameter{'s' if len(missing) != 1 else ''} with no parameter of yours "
+                 f"of that name ({', '.join(missing)}) {'are' if len(missing) != 1 else 'is'} loaded through your "
+                 "param_map, which took arrays of the reference shapes")

@@ -45,6 +45,8 @@ def test_split_qkv_with_param_map_function_passes(run, zoo):
     record = run("attention", zoo("shapes_ok_attention_split_qkv.py"), ["shapes"])["shapes"]
     assert record.status == "pass", record.message
     assert "loaded through your param_map" in record.message and "qkv_weight" in record.message
+    # (it said "4 reference parameters are loaded through your param_map": the others are loaded by it too)
+    assert "with no parameter of yours of that name" in record.message
 
 
 # layouts of their own, accepted with their row's note: each passes every check
