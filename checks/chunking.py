@@ -104,14 +104,15 @@ def _large_scores(subject, Q, K, V, c, rows):
     such scores float32's rounding of the scores moves the near one-hot weights more than a comparison allows.)"""
     kind, dtype = subject.kind, subject.cfg.np_dtype
     scores = np.abs(Q.astype(np.float64) @ K.astype(np.float64).transpose(0, 1, 3, 2)).max() / math.sqrt(Q.shape[-1])
-    s = math.sqrt(1.5 * math.log(float(np.finfo(dtype).max)) / max(float(scores), 1e-12))
+    top = 1.5 * math.log(float(np.finfo(dtype).max))
+    s = math.sqrt(top / max(float(scores), 1e-12))
     got = call_chunked(subject, (Q * s).astype(dtype), (K * s).astype(dtype), V, c, finite=False)
     bad = ~np.isfinite(np.asarray(got, dtype=np.float64))
     rows.append({"chunk_size": c, "causal": False, "T": Q.shape[2], "max_error": "scores x " + f"{s * s:.3g}",
                  "ok": not bad.any()})
     if bad.any():
         raise CheckFailure(
-            f"{kind.name}: with scores up to {1.5 * math.log(float(np.finfo(dtype).max)):.0f} (Q and K scaled by "
+            f"{kind.name}: with scores up to {top:.0f} (Q and K scaled by "
             f"{s:.3g}), chunk_size={c}: the output has {int(bad.sum())} non-finite values (first at "
             f"{tuple(int(i) for i in np.argwhere(bad)[0])}): exp(scores) overflowed {np.dtype(dtype).name}; subtract "
             "each query row's max over its keys before exp (softmax(s) = exp(s - max) / sum), as full attention does",

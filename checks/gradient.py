@@ -784,8 +784,8 @@ def judge(subject, setup, rng):
         if not half and problem.eps_numeric > EPS["float64"]:
             # float32's noise, measured once, may fall short: a near miss is judged again at a new input, which
             # must agree clearly; otherwise the first input's disagreement is the verdict
-            worst = max(abs(r.residual) / max(r.tolerance, 1e-300) for r in [joint] + each if not r.kinky) \
-                if [joint] + each else 0.0
+            worst = max((abs(r.residual) / max(r.tolerance, 1e-300) for r in [joint] + each if not r.kinky),
+                        default=0.0)
             if first_look is None and not passed and worst <= FLOAT32_MARGIN:
                 first_look = (problem, engine, dirs, joint)
                 calls += engine.calls

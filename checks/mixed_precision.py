@@ -120,13 +120,11 @@ def _master_kept(subject, cfg, rng):
     start = {k: (1e-3 * (1 + rng.random(s))).astype(np.float32) for k, s in SHAPES.items()}
     g16 = half_grads("ordinary", {k: (1e-2 * rng.standard_normal(s)).astype(np.float32) for k, s in SHAPES.items()},
                      cfg.loss_scale)
-    ours, theirs_subject = reference_impl().get(subject.kind.name).target(cfg), subject.with_cfg(cfg)
-    want = {k: v.copy() for k, v in start.items()}
-    ours.step(want, {k: g.copy() for k, g in g16.items()})
-    got = {k: v.copy() for k, v in start.items()}
-    theirs_subject.step(theirs_subject.build(), got, {k: g.copy() for k, g in g16.items()})
+    theirs_subject = subject.with_cfg(cfg)
+    _, want = _run(reference_impl().get(subject.kind.name).target(cfg), g16, start)
+    _, got = _run_student(theirs_subject, theirs_subject.build(), g16, start)
     for name in SHAPES:
-        moved, should = got[name].astype(np.float64) - start[name], want[name].astype(np.float64) - start[name]
+        moved, should = got[name] - start[name], want[name] - start[name]
         # float32's rounding of the sum master + update, both ways of writing it (4 ulps of the weights)
         allowed = UPDATE_TOL * float(np.abs(should).max()) + 4 * float(np.finfo(np.float32).eps) * 2e-3
         if float(np.abs(moved - should).max()) > allowed:
@@ -152,14 +150,17 @@ def _zeros():
     return {k: np.zeros(s, dtype=np.float32) for k, s in SHAPES.items()}
 
 
-def _run(ours, g16):
-    master = _zeros()
+def _run(ours, g16, start=None):
+    """The reference's step from zero master weights (or copies of `start`): (applied, master as float64)."""
+    master = _zeros() if start is None else {k: v.copy() for k, v in start.items()}
     applied = ours.step(master, {k: g.copy() for k, g in g16.items()})
     return bool(applied), {k: v.astype(np.float64) for k, v in master.items()}
 
 
-def _run_student(subject, theirs, g16):
-    master = _zeros()
+def _run_student(subject, theirs, g16, start=None):
+    """The student's step from zero master weights (or copies of `start`), its return value and the arrays it
+    updates checked: (applied, master as float64)."""
+    master = _zeros() if start is None else {k: v.copy() for k, v in start.items()}
     arrays = dict(master)
     applied = subject.step(theirs, master, {k: g.copy() for k, g in g16.items()})
     if not isinstance(applied, (bool, np.bool_)):

@@ -7,10 +7,9 @@ rely on a default (label_smoothing's epsilon=0.1, chunked_attention's causal=Fal
 the function's own default must be it: the other checks always pass the argument."""
 import inspect
 
-import numpy as np
-
 from gradlab.contract.errors import CheckFailure, CheckSkipped
 from gradlab.contract.kinds import CHUNKED, LOSS
+from gradlab.execution.protocol import NOT_PLAIN, plain_scalar
 from gradlab.execution.subject import accepts_keyword
 from gradlab.contract.suite import Outcome, check
 
@@ -32,27 +31,27 @@ def signature(subject, rng):
         raise CheckFailure(f"{kind.name}: your function takes no {name} argument; CONTRACT §3's signature is "
                            f"{kind.signature()}: {keywords[name]}",
                            {"missing": ",".join(missing)})
+    # the function's own defaults, where they can be judged (no such argument: the checks that need it say so; no
+    # default: a caller must pass it, as gradlab does; None: "use the default" (epsilon = 0.1 if epsilon is None),
+    # or falsy as causal; one that is no plain value: not read here)
+    defaults = {n: _plain(params[n].default) for n in kind.keyword_defaults() if n in params}
+    defaults = {n: v for n, v in defaults.items() if v is not None}
     for name, want in kind.keyword_defaults().items():
-        default = _plain(params[name].default) if name in params else None
-        if default is None or default == want:
-            continue      # (no such argument: the checks that need it say so; no default: a caller must pass it, as
-            #              gradlab does; None: "use the default" (epsilon = 0.1 if epsilon is None), or falsy as
-            #              causal; one that is no plain value: not read here)
-        param = params[name]
+        default = defaults.get(name, want)
+        if default == want:
+            continue
         raise CheckFailure(f"{kind.name}: {name} defaults to {default!r}; CONTRACT §3's signature is "
                            f"{kind.signature()}, and a caller that leaves {name} out relies on {name}={want!r} "
                            "(gradlab's other checks always pass it, so only this one sees the default)",
                            {"default": str(default)})
     shown = ", ".join(keywords) or "no keyword arguments"
-    defaults = ", ".join(f"{n}={_plain(params[n].default)!r}" for n in kind.keyword_defaults()
-                         if n in params and _plain(params[n].default) is not None)
-    return Outcome(f"accepts {shown}" + (f", defaults {defaults}" if defaults else "") + ", as CONTRACT §3's "
+    said = ", ".join(f"{n}={v!r}" for n, v in defaults.items())
+    return Outcome(f"accepts {shown}" + (f", defaults {said}" if said else "") + ", as CONTRACT §3's "
                    "signature has it", {"keywords": len(keywords)})
 
 
 def _plain(value):
     """A default as a plain value (a NumPy number as its Python number), or None where there is none to judge:
     no default, None itself, or something that is no number, bool or string."""
-    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
-        value = value.item()
-    return value if type(value) in (bool, int, float, str) else None
+    value = plain_scalar(value)
+    return None if value is NOT_PLAIN else value

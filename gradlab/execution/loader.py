@@ -479,7 +479,7 @@ def _import_member(package, folder, name):
     package's __init__.py first, then the file, with `__package__` set for its relative imports. Each load
     runs them again, as a plain file's does (a second gradlab.check in one session found no registration in
     the module Python kept)."""
-    for other in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+    for other in _package_modules(package):
         del sys.modules[other]
     spec = importlib.util.spec_from_file_location(package, os.path.join(folder, "__init__.py"),
                                                   submodule_search_locations=[folder])
@@ -497,8 +497,14 @@ def _forget(name, package, before):
     """A failed import leaves nothing behind: the module, and the package and members it brought in."""
     sys.modules.pop(name, None)
     if package is not None:
-        for other in [n for n in sys.modules if (n == package or n.startswith(package + ".")) and n not in before]:
-            sys.modules.pop(other, None)
+        for other in _package_modules(package):
+            if other not in before:
+                del sys.modules[other]
+
+
+def _package_modules(package):
+    """The names in sys.modules of the package and its members."""
+    return [n for n in sys.modules if n == package or n.startswith(package + ".")]
 
 
 def _syntax_file(error, path, full):

@@ -66,6 +66,20 @@ def widen_pipe(fd):
         pass
 
 
+NOT_PLAIN = object()      # plain_scalar's answer for a value that does not travel as itself
+
+
+def plain_scalar(value):
+    """`value` as a plain scalar, the same on both sides of the pipe (None, a bool, a number, a string of at most
+    100 characters; a NumPy number as its Python number), or NOT_PLAIN: a parameter's default travels so
+    (epsilon=0.1), and gradlab takes nothing else the worker says for one."""
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
+        value = value.item()
+    if value is None or type(value) in (bool, int, float) or (type(value) is str and len(value) <= 100):
+        return value
+    return NOT_PLAIN
+
+
 class ProtocolError(Exception):
     """The worker sent something that is not a well-formed reply."""
 

@@ -41,8 +41,8 @@ from gradlab.execution import limits as limits_mod
 from gradlab.execution import zygote
 from gradlab.execution import rehearsal
 from gradlab.execution.rehearsal import ProgressFile, Recorded, ahead_signature, signature
-from gradlab.execution.protocol import (SPIN, Channel, ChannelClosed, ChannelTimeout, Decoder, Encoder, ProtocolError,
-                                        changed, snapshot, widen_pipe)
+from gradlab.execution.protocol import (NOT_PLAIN, SPIN, Channel, ChannelClosed, ChannelTimeout, Decoder, Encoder,
+                                        ProtocolError, changed, plain_scalar, snapshot, widen_pipe)
 
 _GRADLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _ROOT = os.path.dirname(_GRADLAB_DIR)     # the folder holding the gradlab package (a checkout or site-packages)
@@ -1472,7 +1472,5 @@ class UnseenDefault:
 def _default(seen):
     """A parameter's default as the worker sent it: a plain value (checked here, the worker is not trusted),
     or UnseenDefault."""
-    value = seen[0].get("v", UnseenDefault) if seen and isinstance(seen[0], dict) else UnseenDefault
-    if value is None or type(value) in (bool, int, float) or (type(value) is str and len(value) <= 100):
-        return value
-    return UnseenDefault()
+    value = plain_scalar(seen[0].get("v", NOT_PLAIN)) if seen and isinstance(seen[0], dict) else NOT_PLAIN
+    return UnseenDefault() if value is NOT_PLAIN else value

@@ -33,8 +33,8 @@ from math import isfinite as _isfinite
 from time import monotonic as _monotonic
 
 # Bound before any student code runs: a file that patches these later does not reach them.
-from gradlab.execution.protocol import IDLE_SPIN, Channel, ChannelClosed, Decoder, Encoder, changed, snapshot, \
-    type_name as _type_name
+from gradlab.execution.protocol import IDLE_SPIN, NOT_PLAIN, Channel, ChannelClosed, Decoder, Encoder, changed, \
+    plain_scalar, snapshot, type_name as _type_name
 from gradlab.execution import limits as _limits
 from gradlab.execution.harness import student_frame as _student_frame, student_traceback as _student_traceback
 from gradlab.contract.errors import UsageError as _UsageError
@@ -707,16 +707,13 @@ def _signature(fn):
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
-    return [[p.name, int(p.kind), p.default is not inspect.Parameter.empty, _plain_default(p.default)]
+    return [[p.name, int(p.kind), p.default is not inspect.Parameter.empty, _default(p.default)]
             for p in sig.parameters.values()]
 
 
-def _plain_default(value):
-    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
-        value = value.item()                 # (epsilon=np.float64(0.1))
-    if value is None or type(value) in (bool, int, float) or (type(value) is str and len(value) <= 100):
-        return {"v": value}
-    return None
+def _default(value):
+    plain = plain_scalar(value)
+    return None if plain is NOT_PLAIN else {"v": plain}
 
 
 def main():
