@@ -167,6 +167,8 @@ def _without_storage(slots):
     an optimizer over one vector) is their storage, not a parameter of its own: left out when smaller parameters
     found beside it are views into its memory. (Two names for one array of the same size, a tied weight and its
     transpose, are both kept.)"""
+    if all(slot.value.base is None for slot in slots):
+        return slots                    # (the usual case: every parameter owns its memory; find_slots runs often)
     roots = {}
     for slot in slots:
         root = slot.value
