@@ -269,14 +269,18 @@ def _as_submitted(value, root, notebooks=()):
     """Every string of a result as the student knows their files: scratch paths -> paths within the
     submission, and a notebook's generated file and its lines -> the notebook's cells and lines."""
     from gradlab.grading.notebook import relocate
-    if isinstance(value, str):
-        value = value.replace(root.rstrip("/") + "/", "")
-        for generated, shown, origins in notebooks:
-            if generated in value:
-                value = relocate(value, generated, shown, origins)
+    prefix = root.rstrip("/") + "/"
+
+    def said(value):
+        if isinstance(value, str):
+            value = value.replace(prefix, "")
+            for generated, shown, origins in notebooks:
+                if generated in value:
+                    value = relocate(value, generated, shown, origins)
+            return value
+        if isinstance(value, dict):
+            return {k: said(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [said(v) for v in value]
         return value
-    if isinstance(value, dict):
-        return {k: _as_submitted(v, root, notebooks) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_as_submitted(v, root, notebooks) for v in value]
-    return value
+    return said(value)
